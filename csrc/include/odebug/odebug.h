@@ -1,0 +1,262 @@
+/*
+ * odebug: the Linux kernel's memory debuggers as a user-space C library.
+ *
+ * Public C API.  Every function takes the kernel instance explicitly: the core
+ * has no mutable global state, so any number of kernels live in one process.
+ *
+ * Conventions
+ *  - Functions returning int return 0 (ODB_OK) or a negative ODB_E* status.
+ *    The calling thread's message for the last failure on a kernel is
+ *    odb_strerror(k).  ODB_EBUG means a kernel report was made while
+ *    panic_on_warn (or kasan.fault=panic) is set: the report is
+ *    odb_last_bug(k); the operation itself completed as the kernel's would
+ *    have up to the point of the report.
+ *  - Addresses (odb_addr_t) are simulated kernel virtual addresses inside the
+ *    kernel's RAM arena (base ODB_PAGE_OFFSET), not host pointers; they are the
+ *    same in every run, so logs are deterministic.  odb_host_ptr() converts.
+ *  - A calling thread acts on the vCPU it is bound to (odb_bind_cpu), CPU 0
+ *    when unbound.  The first call from a thread gives it a task (pid, comm).
+ *  - Thread safety: every function may be called from any thread, except
+ *    odb_kernel_destroy, which must be the last call on that kernel.
+ */
+#ifndef ODEBUG_ODEBUG_H
+#define ODEBUG_ODEBUG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ODB_BUILDING)
+#define ODB_API __attribute__((visibility("default")))
+#else
+#define ODB_API
+#endif
+
+/* ---- status codes ----------------------------------------------------- */
+enum {
+	ODB_OK      = 0,
+	ODB_ENOENT  = -2,     /* no such object / cache / parameter */
+	ODB_ENOMEM  = -12,    /* allocation failure: a normal outcome */
+	ODB_EFAULT  = -14,    /* address outside the arena */
+	ODB_EBUSY   = -16,    /* object in use (e.g. cache with live objects) */
+	ODB_EINVAL  = -22,    /* bad argument; odb_strerror() names it */
+	ODB_ERANGE  = -34,    /* value out of range */
+	ODB_ECLOSED = -1000,  /* the kernel was closed */
+	ODB_EBUG    = -1001,  /* a report was made with panic_on_warn set */
+	ODB_ESTATE  = -1002,  /* call not valid in this state (e.g. advance on a real clock) */
+};
+
+typedef uint64_t odb_addr_t;
+typedef struct odb_kernel odb_kernel;
+
+/* Base of the simulated direct map: like x86-64's page_offset_base. */
+#define ODB_PAGE_OFFSET   0xffff888000000000ULL
+#define ODB_PAGE_SHIFT    12
+#define ODB_PAGE_SIZE     (1UL << ODB_PAGE_SHIFT)
+#define ODB_MAX_ORDER     10          /* orders 0..ODB_MAX_ORDER (MAX_PAGE_ORDER) */
+#define ODB_MAX_CPUS      256         /* CONFIG_NR_CPUS default */
+
+/* gfp flags: a subset with the kernel's meanings (values are odebug's). */
+#define ODB_GFP_DIRECT_RECLAIM 0x0001u  /* may block: __GFP_DIRECT_RECLAIM */
+#define ODB_GFP_IO             0x0002u
+#define ODB_GFP_FS             0x0004u
+#define ODB_GFP_ZERO           0x0008u  /* __GFP_ZERO */
+#define ODB_GFP_NOWARN         0x0010u  /* __GFP_NOWARN */
+#define ODB_GFP_NOFAIL         0x0020u  /* __GFP_NOFAIL: never injected */
+#define ODB_GFP_HIGH           0x0040u
+#define ODB_GFP_KSWAPD_RECLAIM 0x0080u
+#define ODB_GFP_HIGHMEM        0x0100u
+#define ODB_GFP_ATOMIC   (ODB_GFP_HIGH | ODB_GFP_KSWAPD_RECLAIM)
+#define ODB_GFP_NOWAIT   (ODB_GFP_KSWAPD_RECLAIM)
+#define ODB_GFP_KERNEL   (ODB_GFP_DIRECT_RECLAIM | ODB_GFP_KSWAPD_RECLAIM | ODB_GFP_IO | ODB_GFP_FS)
+
+/* ---- the kernel instance ----------------------------------------------- */
+enum odb_clock_kind {
+	ODB_CLOCK_VIRTUAL = 0,  /* time moves only with odb_advance() */
+	ODB_CLOCK_REAL    = 1,  /* CLOCK_MONOTONIC, delayed work on a worker thread */
+};
+
+struct odb_config {
+	unsigned int cpus;          /* online vCPUs, 1..ODB_MAX_CPUS (default 2) */
+	unsigned int nr_cpus;       /* CONFIG_NR_CPUS, >= cpus (default 256) */
+	uint64_t ram;               /* bytes of simulated RAM (default 256 MiB) */
+	enum odb_clock_kind clock;
+	uint64_t seed;              /* PRNG seed (fault injection, workloads) */
+	unsigned int hz;            /* HZ; 0 = 1000, or from hz= on the command line */
+	const char *cmdline;        /* kernel-style boot command line, may be NULL */
+};
+
+/* Fill cfg with the defaults. */
+ODB_API void odb_config_init(struct odb_config *cfg);
+
+/*
+ * Boot a kernel.  On failure returns ODB_EINVAL (malformed command line
+ * value, bad config: errbuf names the parameter) or ODB_ENOMEM.
+ */
+ODB_API int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
+			      char *errbuf, size_t errlen);
+/* Stop the worker thread (real clock) and refuse further calls with
+ * ODB_ECLOSED.  Idempotent.  Memory stays mapped until destroy. */
+ODB_API void odb_kernel_close(odb_kernel *k);
+ODB_API bool odb_kernel_closed(odb_kernel *k);
+/* Close (if needed) and free everything.  Last call on k. */
+ODB_API void odb_kernel_destroy(odb_kernel *k);
+
+/* The calling thread's message for its last failed call on k ("" if none). */
+ODB_API const char *odb_strerror(odb_kernel *k);
+
+/* ---- vCPUs and tasks ----------------------------------------------------- */
+ODB_API unsigned int odb_nr_cpus(odb_kernel *k);         /* online vCPUs */
+ODB_API unsigned int odb_config_nr_cpus(odb_kernel *k);  /* CONFIG_NR_CPUS */
+/* Bind the calling thread to vCPU cpu (-1: unbind, i.e. CPU 0); *old gets the
+ * previous binding (-1 when unbound).  ODB_EINVAL for a bad cpu, ODB_EBUSY if
+ * the thread has interrupts "disabled" on its vCPU. */
+ODB_API int odb_bind_cpu(odb_kernel *k, int cpu, int *old);
+/* smp_processor_id() of the calling thread. */
+ODB_API int odb_current_cpu(odb_kernel *k);
+/* The calling thread's task id (pid) in k; assigned on first use from 1. */
+ODB_API int odb_current_pid(odb_kernel *k);
+/* Set the calling thread's comm (task name, at most 15 chars kept). */
+ODB_API void odb_set_comm(odb_kernel *k, const char *comm);
+
+/* ---- time and delayed work ----------------------------------------------- */
+ODB_API unsigned int odb_hz(odb_kernel *k);
+ODB_API uint64_t odb_jiffies(odb_kernel *k);      /* starts at INITIAL_JIFFIES */
+ODB_API uint64_t odb_now_ns(odb_kernel *k);       /* ns since boot */
+ODB_API enum odb_clock_kind odb_clock(odb_kernel *k);
+/* Virtual clock: move time forward by ns, running every work item that falls
+ * due, in due order, in the calling thread.  ODB_ESTATE on a real clock. */
+ODB_API int odb_advance(odb_kernel *k, uint64_t ns);
+
+typedef struct odb_work odb_work;
+typedef void (*odb_work_fn)(odb_kernel *k, void *arg);
+/* A work item (a delayed_work).  fn runs on the vCPU that queued it. */
+ODB_API odb_work *odb_work_create(odb_kernel *k, odb_work_fn fn, void *arg);
+/* Cancel (waiting for a running instance) and free. */
+ODB_API void odb_work_destroy(odb_kernel *k, odb_work *w);
+/* schedule_work / schedule_delayed_work: true if queued, false if it was
+ * already pending (then nothing changes, as in the kernel). */
+ODB_API bool odb_schedule_work(odb_kernel *k, odb_work *w);
+ODB_API bool odb_schedule_delayed_work(odb_kernel *k, odb_work *w, uint64_t delay_jiffies);
+/* cancel_delayed_work_sync: true if it was pending. */
+ODB_API bool odb_cancel_work(odb_kernel *k, odb_work *w);
+/* flush_delayed_work: run it now if pending and wait for it; true if it ran
+ * or was running. */
+ODB_API bool odb_flush_work(odb_kernel *k, odb_work *w);
+ODB_API bool odb_work_pending(odb_kernel *k, odb_work *w);
+/* Jiffies at which a pending item falls due (0 if not pending). */
+ODB_API uint64_t odb_work_due(odb_kernel *k, odb_work *w);
+
+/* ---- memory: the page allocator ------------------------------------------ */
+ODB_API uint64_t odb_totalram_pages(odb_kernel *k);
+ODB_API uint64_t odb_nr_free_pages(odb_kernel *k);
+/* alloc_pages: *addr gets the first page's address; ODB_ENOMEM on failure
+ * (including injected failures), ODB_EINVAL for order > ODB_MAX_ORDER. */
+ODB_API int odb_alloc_pages(odb_kernel *k, unsigned int gfp, unsigned int order,
+			    odb_addr_t *addr);
+/* __free_pages: ODB_EINVAL if addr is not the head of an allocated block of
+ * that order (nothing is freed then). */
+ODB_API int odb_free_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
+/* Host pointer for [addr, addr+len) if it lies inside the arena, else NULL.
+ * Unchecked: no KASAN, for deliberate stray writes. */
+ODB_API void *odb_host_ptr(odb_kernel *k, odb_addr_t addr, size_t len);
+ODB_API odb_addr_t odb_arena_start(odb_kernel *k);
+ODB_API odb_addr_t odb_arena_end(odb_kernel *k);
+
+/* ---- fault injection (lib/fault-inject.c semantics) ----------------------- */
+struct odb_fault_attr_info {
+	unsigned long probability;  /* percent */
+	unsigned long interval;
+	long times;                 /* -1: unlimited */
+	long space;
+	unsigned long verbose;
+	unsigned long calls;        /* should_fail() calls that reached the checks */
+	unsigned long failures;     /* injected failures */
+};
+/* name: "failslab" or "fail_page_alloc".  ODB_ENOENT for another name. */
+ODB_API int odb_fault_get(odb_kernel *k, const char *name, struct odb_fault_attr_info *out);
+/* Set the four knobs (as the debugfs files would). */
+ODB_API int odb_fault_set(odb_kernel *k, const char *name, unsigned long probability,
+			  unsigned long interval, long times, long space, unsigned long verbose);
+
+/* The debugfs extras: "ignore-gfp-wait" (both), "ignore-gfp-highmem" and
+ * "min-order" (fail_page_alloc), "cache-filter" (failslab). */
+ODB_API int odb_fault_set_flag(odb_kernel *k, const char *name, const char *knob,
+			       unsigned long value);
+
+/* ---- log and reports ------------------------------------------------------- */
+/* The printk ring as text, one "[    0.000000] message" line each.
+ * Returns a malloc'd NUL-terminated string (free with odb_free); clear empties
+ * the ring after reading. */
+ODB_API char *odb_dmesg(odb_kernel *k, bool clear);
+/* printk into k's log (for C users and tests). */
+ODB_API void odb_printk(odb_kernel *k, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+ODB_API void odb_free(void *p);
+
+struct odb_track {
+	odb_addr_t addr;        /* caller (return address), 0 if unknown */
+	int cpu;
+	int pid;
+	uint64_t when;          /* jiffies */
+	uint32_t handle;        /* stack depot handle, 0 = none */
+};
+
+/* A structured report.  Immutable once published; reference counted. */
+struct odb_report {
+	uint64_t seq;           /* 1, 2, ... per kernel */
+	const char *subsystem;  /* "kasan", "slub", "odebug", "kernel", ... */
+	const char *kind;       /* bug type / BUG message / "<op> <state>" */
+	const char *text;       /* the kernel-format lines, '\n'-separated */
+	odb_addr_t addr;        /* buggy address (0 if none) */
+	size_t size;            /* access size (0 if not an access) */
+	int is_write;           /* 1 write, 0 read, -1 not an access */
+	const char *cache;      /* cache name or NULL */
+	odb_addr_t object;      /* object start or 0 */
+	long offset;            /* addr - object, when object != 0 */
+	bool has_alloc_track, has_free_track;
+	struct odb_track alloc_track, free_track;
+};
+ODB_API size_t odb_report_count(odb_kernel *k);
+/* Reference to report i (0-based, in order) or NULL; release with odb_report_put. */
+ODB_API const struct odb_report *odb_report_get(odb_kernel *k, size_t i);
+ODB_API void odb_report_put(const struct odb_report *r);
+ODB_API void odb_reports_clear(odb_kernel *k);
+/* Reports dropped because the list was full (ODB_MAX_REPORTS). */
+ODB_API uint64_t odb_reports_dropped(odb_kernel *k);
+#define ODB_MAX_REPORTS 100000
+/* The report behind this thread's last ODB_EBUG on k (reference), or NULL. */
+ODB_API const struct odb_report *odb_last_bug(odb_kernel *k);
+/* Publish a report made by a C user (subsystem and kind are copied).
+ * Returns ODB_EBUG when panic_on_warn is set. */
+ODB_API int odb_report_simple(odb_kernel *k, const char *subsystem, const char *kind,
+			      const char *text);
+
+/* ---- stack depot -------------------------------------------------------- */
+/* Hook that describes the innermost caller frame outside odebug (the binding
+ * registers one giving the Python caller "file:line:function").  It must not
+ * block; write NUL-terminated text into buf, return false for "none". */
+typedef bool (*odb_frame_hook)(void *ctx, char *buf, size_t len);
+ODB_API void odb_set_frame_hook(odb_kernel *k, odb_frame_hook hook, void *ctx);
+/* stack_depot_save() of the calling context; returns the handle (0 on failure). */
+ODB_API uint32_t odb_stack_save(odb_kernel *k, unsigned int skip);
+/* Print a stack as the kernel does (" func+0x1a/0x80\n" per frame) into a
+ * malloc'd string (odb_free). NULL for an unknown handle. */
+ODB_API char *odb_stack_text(odb_kernel *k, uint32_t handle);
+ODB_API uint64_t odb_stack_depot_count(odb_kernel *k);
+
+/* ---- command line ------------------------------------------------------- */
+/* The command line the kernel booted with. */
+ODB_API const char *odb_cmdline(odb_kernel *k);
+/* Value of a boot parameter as the kernel holds it now (e.g. "panic_on_warn"
+ * -> "1"), malloc'd (odb_free); NULL if unknown. */
+ODB_API char *odb_param_get(odb_kernel *k, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ODEBUG_ODEBUG_H */

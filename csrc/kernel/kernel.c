@@ -1,0 +1,434 @@
+/*
+ * The kernel instance: boot, close, tasks ("current"), vCPUs, interrupts
+ * "disabled" per vCPU, error messages, time and the per-kernel PRNG.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "kernel/kernel.h"
+#include "kernel/rooms.h"
+
+/* ---- locks --------------------------------------------------------------- */
+void spin_lock_init(spinlock_t *l) { pthread_mutex_init(&l->m, NULL); }
+void spin_lock_destroy(spinlock_t *l) { pthread_mutex_destroy(&l->m); }
+void mutex_init(struct mutex *m) { pthread_mutex_init(&m->m, NULL); }
+void mutex_destroy(struct mutex *m) { pthread_mutex_destroy(&m->m); }
+
+/* ---- PRNG: xoshiro256** seeded by splitmix64 (own implementation) ------------ */
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void odb_rng_seed(struct odb_rng *r, uint64_t seed)
+{
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int n) { return (x << n) | (x >> (64 - n)); }
+
+uint64_t odb_rng_next(struct odb_rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+	s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+	s[2] ^= t; s[3] = rotl(s[3], 45);
+	return res;
+}
+
+uint32_t prandom_u32(struct odb_kernel *k)
+{
+	spin_lock(&k->rng_lock);
+	uint32_t v = (uint32_t)(odb_rng_next(&k->rng) >> 32);
+	spin_unlock(&k->rng_lock);
+	return v;
+}
+
+/* ---- time ------------------------------------------------------------------- */
+uint64_t odb_host_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ktime_get_ns(struct odb_kernel *k)
+{
+	if (k->clock == ODB_CLOCK_REAL)
+		return odb_host_ns() - k->boot_host_ns;
+	return atomic_load_explicit(&k->now_ns, memory_order_acquire);
+}
+
+uint64_t jiffies(struct odb_kernel *k)
+{
+	unsigned __int128 t = ktime_get_ns(k);
+	return INITIAL_JIFFIES(k->hz) + (uint64_t)(t * k->hz / NSEC_PER_SEC);
+}
+
+/* msecs_to_jiffies rounds up, as the kernel's does for HZ that does not
+ * divide 1000. */
+uint64_t msecs_to_jiffies(struct odb_kernel *k, uint64_t ms)
+{
+	return DIV_ROUND_UP(ms * k->hz, 1000);
+}
+
+/* The time at which jiffies first reaches j_rel ticks after boot. */
+uint64_t jiffies_to_nsecs(struct odb_kernel *k, uint64_t j)
+{
+	unsigned __int128 n = (unsigned __int128)j * NSEC_PER_SEC + k->hz - 1;
+	return (uint64_t)(n / k->hz);
+}
+
+/* ---- tasks ------------------------------------------------------------------- */
+static void task_destructor(void *p)
+{
+	struct odb_task *t = p;
+	struct odb_kernel *k = t->k;
+
+	pthread_mutex_lock(&k->tasks_lock);
+	list_del(&t->node);
+	pthread_mutex_unlock(&k->tasks_lock);
+	if (t->bug)
+		odb_report_put(t->bug);
+	if (t->last_bug)
+		odb_report_put(t->last_bug);
+	free(t);
+}
+
+static void task_stack_bounds(struct odb_task *t)
+{
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+			t->stack_lo = (uintptr_t)addr;
+			t->stack_hi = (uintptr_t)addr + size;
+		}
+		pthread_attr_destroy(&a);
+	}
+}
+
+struct odb_task *odb_current(struct odb_kernel *k)
+{
+	struct odb_task *t = pthread_getspecific(k->task_key);
+
+	if (likely(t))
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->k = k;
+	t->cpu = -1;
+	t->irq_cpu = -1;
+	task_stack_bounds(t);
+	pthread_mutex_lock(&k->tasks_lock);
+	t->pid = ++k->next_pid;
+	list_add_tail(&t->node, &k->tasks);
+	pthread_mutex_unlock(&k->tasks_lock);
+	snprintf(t->comm, sizeof(t->comm), t->pid == 1 ? "swapper/0" : "task%d", t->pid);
+	if (pthread_setspecific(k->task_key, t) != 0) {
+		pthread_mutex_lock(&k->tasks_lock);
+		list_del(&t->node);
+		pthread_mutex_unlock(&k->tasks_lock);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+int smp_processor_id(struct odb_kernel *k)
+{
+	struct odb_task *t = odb_current(k);
+	return t ? smp_processor_id_task(t) : 0;
+}
+
+struct odb_task *odb_enter(struct odb_kernel *k)
+{
+	struct odb_task *t;
+
+	if (unlikely(atomic_load_explicit(&k->closed, memory_order_acquire)))
+		return NULL;
+	t = odb_current(k);
+	if (unlikely(!t))
+		return NULL;
+	if (t->depth++ == 0)
+		t->errmsg[0] = '\0';
+	return t;
+}
+
+int odb_enter_failed(struct odb_kernel *k)
+{
+	return atomic_load(&k->closed) ? ODB_ECLOSED : ODB_ENOMEM;
+}
+
+int odb_leave(struct odb_task *t, int ret)
+{
+	if (--t->depth == 0 && unlikely(t->bug)) {
+		if (t->last_bug)
+			odb_report_put(t->last_bug);
+		t->last_bug = t->bug;
+		t->bug = NULL;
+		return ODB_EBUG;
+	}
+	return ret;
+}
+
+int odb_err(struct odb_kernel *k, int err, const char *fmt, ...)
+{
+	struct odb_task *t = odb_current(k);
+	va_list ap;
+
+	if (t) {
+		va_start(ap, fmt);
+		vsnprintf(t->errmsg, sizeof(t->errmsg), fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+const char *odb_strerror(odb_kernel *k)
+{
+	struct odb_task *t = pthread_getspecific(k->task_key);
+
+	if (!t)
+		return "";
+	return t->errmsg;
+}
+
+const struct odb_report *odb_last_bug(odb_kernel *k)
+{
+	struct odb_task *t = pthread_getspecific(k->task_key);
+	struct odb_report_impl *r;
+
+	if (!t || !t->last_bug)
+		return NULL;
+	r = (struct odb_report_impl *)t->last_bug;
+	atomic_fetch_add(&r->refs, 1);
+	return t->last_bug;
+}
+
+/* ---- vCPUs ------------------------------------------------------------------- */
+unsigned int odb_nr_cpus(odb_kernel *k) { return k->nr_cpu_ids; }
+unsigned int odb_config_nr_cpus(odb_kernel *k) { return k->config_nr_cpus; }
+
+int odb_bind_cpu(odb_kernel *k, int cpu, int *old)
+{
+	struct odb_task *t = odb_enter(k);
+
+	if (!t)
+		return odb_enter_failed(k);
+	if (cpu < -1 || cpu >= (int)k->nr_cpu_ids)
+		return odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
+			       cpu, k->nr_cpu_ids);
+	if (t->irq_depth)
+		return odb_err(k, ODB_EBUSY, "cannot migrate with interrupts disabled");
+	if (old)
+		*old = t->cpu;
+	t->cpu = cpu;
+	return odb_leave(t, ODB_OK);
+}
+
+int odb_current_cpu(odb_kernel *k) { return smp_processor_id(k); }
+
+int odb_current_pid(odb_kernel *k)
+{
+	struct odb_task *t = odb_current(k);
+	return t ? t->pid : 0;
+}
+
+void odb_set_comm(odb_kernel *k, const char *comm)
+{
+	struct odb_task *t = odb_current(k);
+	if (t && comm)
+		snprintf(t->comm, sizeof(t->comm), "%s", comm);
+}
+
+unsigned long odb_local_irq_save(struct odb_kernel *k)
+{
+	struct odb_task *t = odb_current(k);
+	int cpu;
+
+	if (unlikely(!t))
+		return 0;   /* no task: nothing can be nested; run unprotected */
+	cpu = smp_processor_id_task(t);
+	if (t->irq_depth++ == 0) {
+		pthread_mutex_lock(&k->cpus[cpu].irq_lock);
+		t->irq_cpu = cpu;
+	}
+	return (unsigned long)t->irq_cpu + 1;
+}
+
+void odb_local_irq_restore(struct odb_kernel *k, unsigned long flags)
+{
+	struct odb_task *t;
+
+	if (unlikely(!flags))
+		return;
+	t = pthread_getspecific(k->task_key);
+	if (--t->irq_depth == 0) {
+		pthread_mutex_unlock(&k->cpus[flags - 1].irq_lock);
+		t->irq_cpu = -1;
+	}
+}
+
+/* ---- boot and shutdown --------------------------------------------------------- */
+void odb_config_init(struct odb_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cpus = 2;
+	cfg->nr_cpus = ODB_MAX_CPUS;
+	cfg->ram = 256ULL << 20;
+	cfg->clock = ODB_CLOCK_VIRTUAL;
+	cfg->hz = 0;
+}
+
+static int cfg_err(char *errbuf, size_t errlen, int err, const char *msg)
+{
+	if (errbuf && errlen)
+		snprintf(errbuf, errlen, "%s", msg);
+	return err;
+}
+
+int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
+		      char *errbuf, size_t errlen)
+{
+	struct odb_kernel *k;
+	char eb[ODB_ERRMSG_LEN] = "";
+	int ret = ODB_ENOMEM;
+	unsigned int i;
+
+	*out = NULL;
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (cfg->cpus < 1 || cfg->cpus > ODB_MAX_CPUS)
+		return cfg_err(errbuf, errlen, ODB_EINVAL, "cpus: must be between 1 and 256");
+	if (cfg->nr_cpus && cfg->nr_cpus < cfg->cpus)
+		return cfg_err(errbuf, errlen, ODB_EINVAL, "nr_cpus: must be >= cpus");
+	if (cfg->nr_cpus > 8192)
+		return cfg_err(errbuf, errlen, ODB_EINVAL, "nr_cpus: at most 8192");
+	if (cfg->ram < (4ULL << 20) || cfg->ram > (1ULL << 44))
+		return cfg_err(errbuf, errlen, ODB_EINVAL, "ram: must be between 4M and 16T");
+	if (cfg->clock != ODB_CLOCK_VIRTUAL && cfg->clock != ODB_CLOCK_REAL)
+		return cfg_err(errbuf, errlen, ODB_EINVAL, "clock: must be 'virtual' or 'real'");
+
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return cfg_err(errbuf, errlen, ODB_ENOMEM, "out of memory");
+	k->nr_cpu_ids = cfg->cpus;
+	k->config_nr_cpus = cfg->nr_cpus ? cfg->nr_cpus : ODB_MAX_CPUS;
+	if (k->config_nr_cpus < k->nr_cpu_ids)
+		k->config_nr_cpus = k->nr_cpu_ids;
+	k->hz = cfg->hz ? cfg->hz : 1000;
+	k->clock = cfg->clock;
+	k->seed = cfg->seed;
+	k->ram_bytes = cfg->ram & ~(uint64_t)(PAGE_SIZE - 1);
+	k->cmdline = strdup(cfg->cmdline ? cfg->cmdline : "");
+	INIT_LIST_HEAD(&k->tasks);
+	pthread_mutex_init(&k->tasks_lock, NULL);
+	pthread_mutex_init(&k->advance_lock, NULL);
+	pthread_mutex_init(&k->reports_lock, NULL);
+	spin_lock_init(&k->rng_lock);
+	odb_rng_seed(&k->rng, cfg->seed);
+	k->boot_host_ns = odb_host_ns();
+	if (!k->cmdline || pthread_key_create(&k->task_key, task_destructor) != 0) {
+		free(k->cmdline);
+		free(k);
+		return cfg_err(errbuf, errlen, ODB_ENOMEM, "out of memory");
+	}
+	k->cpus = aligned_alloc(64, sizeof(struct odb_cpu) * k->nr_cpu_ids);
+	if (!k->cpus)
+		goto fail;
+	for (i = 0; i < k->nr_cpu_ids; i++)
+		pthread_mutex_init(&k->cpus[i].irq_lock, NULL);
+	odb_fault_init(k);
+	if (odb_log_init(&k->log, 1u << 20))
+		goto fail;
+	if (odb_depot_init(k))
+		goto fail;
+	if (odb_mem_init(k)) {
+		snprintf(eb, sizeof(eb), "ram: cannot map %llu bytes",
+			 (unsigned long long)k->ram_bytes);
+		goto fail;
+	}
+	/* The command line is parsed before the rooms start (early params);
+	 * hz= may change HZ, so the workqueue starts after it. */
+	ret = odb_parse_cmdline(k, k->cmdline, eb, sizeof(eb));
+	if (ret)
+		goto fail;
+	ret = ODB_ENOMEM;
+	if (odb_wq_init(k))
+		goto fail;
+	ret = odb_rooms_init(k, eb, sizeof(eb));
+	if (ret)
+		goto fail;
+	*out = k;
+	return ODB_OK;
+fail:
+	if (errbuf && errlen)
+		snprintf(errbuf, errlen, "%s", eb[0] ? eb : "out of memory");
+	odb_kernel_destroy(k);
+	return ret;
+}
+
+bool odb_kernel_closed(odb_kernel *k) { return atomic_load(&k->closed); }
+
+void odb_kernel_close(odb_kernel *k)
+{
+	if (atomic_exchange(&k->closed, true))
+		return;
+	odb_wq_stop(k);
+}
+
+void odb_kernel_destroy(odb_kernel *k)
+{
+	struct list_head *pos, *n;
+	unsigned int i;
+
+	if (!k)
+		return;
+	atomic_store(&k->closed, true);
+	odb_wq_stop(k);
+	odb_rooms_exit(k);
+	odb_wq_exit(k);
+	pthread_key_delete(k->task_key);
+	list_for_each_safe(pos, n, &k->tasks) {
+		struct odb_task *t = list_entry(pos, struct odb_task, node);
+		if (t->bug)
+			odb_report_put(t->bug);
+		if (t->last_bug)
+			odb_report_put(t->last_bug);
+		free(t);
+	}
+	odb_mem_exit(k);
+	odb_depot_exit(k);
+	odb_reports_exit(k);
+	odb_log_exit(&k->log);
+	odb_fault_exit(k);
+	if (k->cpus) {
+		for (i = 0; i < k->nr_cpu_ids; i++)
+			pthread_mutex_destroy(&k->cpus[i].irq_lock);
+		free(k->cpus);
+	}
+	spin_lock_destroy(&k->rng_lock);
+	pthread_mutex_destroy(&k->reports_lock);
+	pthread_mutex_destroy(&k->advance_lock);
+	pthread_mutex_destroy(&k->tasks_lock);
+	free(k->cmdline);
+	free(k);
+}
+
+void odb_free(void *p) { free(p); }
+
+const char *odb_cmdline(odb_kernel *k) { return k->cmdline; }
+unsigned int odb_hz(odb_kernel *k) { return k->hz; }
+uint64_t odb_jiffies(odb_kernel *k) { return jiffies(k); }
+uint64_t odb_now_ns(odb_kernel *k) { return ktime_get_ns(k); }
+enum odb_clock_kind odb_clock(odb_kernel *k) { return k->clock; }

@@ -1,0 +1,395 @@
+/*
+ * The simulated kernel's environment: the instance (struct odb_kernel) and
+ * what kernel code expects around it -- current task, vCPUs and "interrupts
+ * disabled", locks, time and delayed work, the page allocator, printk and
+ * structured reports, the stack depot, fault injection and the boot command
+ * line.  Every room (slab/, kasan/, debugobjects/) includes this header.
+ *
+ * Lock order (outer to inner), for every room:
+ *   advance_lock > vCPU irq lock > subsystem locks (list_lock, pool_lock,
+ *   quarantine_lock, bucket locks) > zone lock > depot lock > log/report lock.
+ * A thread never takes another vCPU's irq lock while holding its own; code
+ * that visits every vCPU (flush_all-like) takes them one at a time.
+ * No lock is held while calling out to a registered callback (work items,
+ * fixups, the frame hook runs without blocking).
+ */
+#ifndef ODB_KERNEL_KERNEL_H
+#define ODB_KERNEL_KERNEL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "odebug/odebug.h"
+
+/* ---- compiler helpers ------------------------------------------------------ */
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+#define ALIGN(x, a)      (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define ALIGN_DOWN(x, a) ((x) & ~((__typeof__(x))(a) - 1))
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+#define min_t(t, a, b) ((t)(a) < (t)(b) ? (t)(a) : (t)(b))
+#define max_t(t, a, b) ((t)(a) > (t)(b) ? (t)(a) : (t)(b))
+#define READ_ONCE(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define __printf(a, b) __attribute__((format(printf, a, b)))
+
+#define PAGE_SHIFT ODB_PAGE_SHIFT
+#define PAGE_SIZE  ODB_PAGE_SIZE
+#define MAX_PAGE_ORDER ODB_MAX_ORDER
+#define NR_PAGE_ORDERS (MAX_PAGE_ORDER + 1)
+
+/* ---- intrusive doubly linked list ------------------------------------------ */
+struct list_head { struct list_head *next, *prev; };
+#define LIST_HEAD_INIT(n) { &(n), &(n) }
+static inline void INIT_LIST_HEAD(struct list_head *h) { h->next = h->prev = h; }
+static inline bool list_empty(const struct list_head *h) { return h->next == h; }
+static inline void __list_add(struct list_head *n, struct list_head *p, struct list_head *nx)
+{ nx->prev = n; n->next = nx; n->prev = p; p->next = n; }
+static inline void list_add(struct list_head *n, struct list_head *h) { __list_add(n, h, h->next); }
+static inline void list_add_tail(struct list_head *n, struct list_head *h) { __list_add(n, h->prev, h); }
+static inline void list_del(struct list_head *e)
+{ e->next->prev = e->prev; e->prev->next = e->next; e->next = e->prev = e; }
+#define list_entry(p, t, m) container_of(p, t, m)
+#define list_for_each_safe(pos, n, head) \
+	for (pos = (head)->next, n = pos->next; pos != (head); pos = n, n = pos->next)
+
+/* ---- locks ----------------------------------------------------------------- *
+ * spinlock_t and raw_spinlock_t are both mutex-backed: threads may outnumber
+ * cores by far (hackbench), where spinning would starve the lock holder.    */
+typedef struct { pthread_mutex_t m; } spinlock_t;
+typedef spinlock_t raw_spinlock_t;
+struct mutex { pthread_mutex_t m; };
+
+void spin_lock_init(spinlock_t *l);
+void spin_lock_destroy(spinlock_t *l);
+static inline void spin_lock(spinlock_t *l) { pthread_mutex_lock(&l->m); }
+static inline void spin_unlock(spinlock_t *l) { pthread_mutex_unlock(&l->m); }
+static inline bool spin_trylock(spinlock_t *l) { return pthread_mutex_trylock(&l->m) == 0; }
+#define raw_spin_lock_init spin_lock_init
+#define raw_spin_lock spin_lock
+#define raw_spin_unlock spin_unlock
+#define raw_spin_trylock spin_trylock
+void mutex_init(struct mutex *m);
+void mutex_destroy(struct mutex *m);
+static inline void mutex_lock(struct mutex *m) { pthread_mutex_lock(&m->m); }
+static inline void mutex_unlock(struct mutex *m) { pthread_mutex_unlock(&m->m); }
+static inline bool mutex_trylock(struct mutex *m) { return pthread_mutex_trylock(&m->m) == 0; }
+
+/* ---- tasks ("current") --------------------------------------------------------- */
+#define TASK_COMM_LEN 16
+#define ODB_ERRMSG_LEN 256
+
+struct odb_task {
+	struct list_head node;        /* k->tasks */
+	struct odb_kernel *k;
+	int pid;
+	int cpu;                      /* bound vCPU, -1 = unbound (acts on CPU 0) */
+	int irq_cpu;                  /* vCPU whose irq lock this task holds */
+	unsigned int irq_depth;       /* local_irq_save nesting */
+	char comm[TASK_COMM_LEN];
+	char errmsg[ODB_ERRMSG_LEN];
+	const struct odb_report *bug; /* pending ODB_EBUG report (reference) */
+	const struct odb_report *last_bug;
+	uintptr_t stack_lo, stack_hi; /* host stack of the thread */
+	unsigned int in_work;         /* running a work item */
+	unsigned int depth;           /* nesting of public API calls (callbacks) */
+};
+
+/* The calling thread's task in k, created on first use (NULL only on OOM). */
+struct odb_task *odb_current(struct odb_kernel *k);
+static inline int smp_processor_id_task(const struct odb_task *t)
+{ return t->cpu < 0 ? 0 : t->cpu; }
+int smp_processor_id(struct odb_kernel *k);
+
+/* Public API entry/exit (every exit of an entered call must leave): odb_enter returns NULL when k is closed or the task
+ * cannot be made (the caller returns odb_enter_failed(k)); odb_leave turns a pending report under
+ * panic_on_warn into ODB_EBUG. */
+struct odb_task *odb_enter(struct odb_kernel *k);
+int odb_leave(struct odb_task *t, int ret);
+int odb_enter_failed(struct odb_kernel *k);
+/* Record the calling thread's error message and return err. */
+int odb_err(struct odb_kernel *k, int err, const char *fmt, ...) __printf(3, 4);
+
+/* ---- vCPUs and "interrupts disabled" ----------------------------------------- */
+struct odb_cpu {
+	pthread_mutex_t irq_lock;     /* stands in for local_irq_disable() */
+	char pad[64 - sizeof(pthread_mutex_t) % 64];
+} __attribute__((aligned(64)));
+
+/* local_irq_save/restore: takes the current vCPU's irq lock (nesting-aware);
+ * flags remembers the vCPU so restore releases the same one. */
+unsigned long odb_local_irq_save(struct odb_kernel *k);
+void odb_local_irq_restore(struct odb_kernel *k, unsigned long flags);
+#define local_irq_save(k, flags)    do { (flags) = odb_local_irq_save(k); } while (0)
+#define local_irq_restore(k, flags) odb_local_irq_restore(k, flags)
+#define raw_spin_lock_irqsave(k, l, flags) \
+	do { local_irq_save(k, flags); raw_spin_lock(l); } while (0)
+#define raw_spin_unlock_irqrestore(k, l, flags) \
+	do { raw_spin_unlock(l); local_irq_restore(k, flags); } while (0)
+#define spin_lock_irqsave raw_spin_lock_irqsave
+#define spin_unlock_irqrestore raw_spin_unlock_irqrestore
+
+/* ---- time -------------------------------------------------------------------- */
+#define NSEC_PER_SEC  1000000000ULL
+#define NSEC_PER_MSEC 1000000ULL
+#define NSEC_PER_USEC 1000ULL
+/* INITIAL_JIFFIES on 64-bit: (unsigned long)(unsigned int)(-300 * HZ) */
+#define INITIAL_JIFFIES(hz) ((uint64_t)(uint32_t)(-300 * (int64_t)(hz)))
+uint64_t ktime_get_ns(struct odb_kernel *k);
+uint64_t jiffies(struct odb_kernel *k);
+uint64_t msecs_to_jiffies(struct odb_kernel *k, uint64_t ms);
+uint64_t jiffies_to_nsecs(struct odb_kernel *k, uint64_t j);
+/* host CLOCK_MONOTONIC in ns (for measurements, whatever the kernel's clock) */
+uint64_t odb_host_ns(void);
+
+/* ---- workqueue ------------------------------------------------------------- */
+struct odb_work {
+	struct list_head node;        /* k->wq_list, sorted by (due, seq) */
+	odb_work_fn fn;
+	void *arg;
+	uint64_t due_ns;
+	uint64_t seq;
+	int cpu;                      /* vCPU that queued it */
+	bool pending;
+	bool running;
+	bool heap;                    /* made by odb_work_create (freed by destroy) */
+	struct odb_task *runner;
+};
+/* Kernel code embeds a struct odb_work (INIT_DELAYED_WORK equivalent). */
+void INIT_DELAYED_WORK(struct odb_work *w, odb_work_fn fn, void *arg);
+bool schedule_work(struct odb_kernel *k, struct odb_work *w);
+bool schedule_delayed_work(struct odb_kernel *k, struct odb_work *w, uint64_t delay);
+bool cancel_delayed_work_sync(struct odb_kernel *k, struct odb_work *w);
+bool flush_delayed_work(struct odb_kernel *k, struct odb_work *w);
+
+/* ---- memory ---------------------------------------------------------------- */
+#define PG_buddy    (1u << 0)   /* head of a free block on a buddy list */
+#define PG_head     (1u << 1)   /* head of an allocated block (order > 0) */
+#define PG_tail     (1u << 2)
+#define PG_slab     (1u << 3)
+#define PG_reserved (1u << 4)
+#define PG_alloc    (1u << 5)   /* head of an allocated block (any order) */
+
+/* struct page: 128 bytes.  priv[] is room-owned: slab/ overlays struct slab
+ * (16-byte aligned for the freelist+counters double-word cmpxchg). */
+struct page {
+	uint32_t flags;
+	uint32_t order;
+	uint32_t buddy_next, buddy_prev;  /* free-list links (page index + 1) */
+	uint32_t head;                     /* index of the head page (tails) */
+	uint32_t _pad;
+	_Alignas(16) uint64_t priv[12];
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct page) == 128, "struct page is 128 bytes");
+
+struct odb_zone {
+	spinlock_t lock;
+	uint32_t free_head[NR_PAGE_ORDERS];   /* page index + 1, 0 = empty */
+	uint64_t nr_free[NR_PAGE_ORDERS];
+};
+
+static inline uintptr_t odb_ptr_add(void *p, size_t n) { return (uintptr_t)p + n; }
+
+/* Host pointer <-> simulated address, for addresses known to be in the arena. */
+#define virt_to_host(k, a) ((void *)((k)->ram + ((a) - ODB_PAGE_OFFSET)))
+#define host_to_virt(k, p) ((odb_addr_t)((char *)(p) - (k)->ram) + ODB_PAGE_OFFSET)
+static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len);
+struct page *virt_to_page(struct odb_kernel *k, odb_addr_t a);
+struct page *virt_to_head_page(struct odb_kernel *k, odb_addr_t a);
+odb_addr_t page_address(struct odb_kernel *k, const struct page *p);
+static inline uint64_t page_to_pfn(struct odb_kernel *k, const struct page *p);
+/* alloc_pages/__free_pages: NULL on failure (warn_alloc unless NOWARN). */
+struct page *alloc_pages(struct odb_kernel *k, unsigned int gfp, unsigned int order);
+void __free_pages(struct odb_kernel *k, struct page *page, unsigned int order);
+uint64_t totalram_pages(struct odb_kernel *k);
+/* Hook for the rooms: runs before a page block is returned to the buddy
+ * allocator (debug_check_no_obj_freed, kasan poisoning). */
+typedef void (*odb_page_free_hook)(struct odb_kernel *k, odb_addr_t addr, size_t size);
+
+/* ---- fault injection --------------------------------------------------------- */
+struct fault_attr {
+	const char *name;
+	spinlock_t lock;
+	unsigned long probability;
+	unsigned long interval;
+	long times;
+	long space;
+	unsigned long verbose;
+	unsigned long count;
+	unsigned long calls, failures;
+};
+struct failslab_attr { struct fault_attr attr; bool ignore_gfp_reclaim; bool cache_filter; };
+struct fail_page_alloc_attr {
+	struct fault_attr attr;
+	bool ignore_gfp_highmem;
+	bool ignore_gfp_reclaim;
+	unsigned int min_order;
+};
+void fault_attr_init(struct fault_attr *a, const char *name);
+bool should_fail(struct odb_kernel *k, struct fault_attr *a, size_t size);
+/* Parse "<interval>,<probability>,<space>,<times>" (setup_fault_attr). */
+int setup_fault_attr(struct odb_kernel *k, struct fault_attr *a, const char *str);
+
+/* ---- PRNG (per kernel) ---------------------------------------------------------- */
+struct odb_rng { uint64_t s[4]; };
+void odb_rng_seed(struct odb_rng *r, uint64_t seed);
+uint64_t odb_rng_next(struct odb_rng *r);
+uint32_t prandom_u32(struct odb_kernel *k);
+
+/* ---- printk and reports --------------------------------------------------------- */
+void printk(struct odb_kernel *k, const char *fmt, ...) __printf(2, 3);
+void vprintk(struct odb_kernel *k, const char *fmt, va_list ap);
+#define pr_err(k, ...)  printk(k, __VA_ARGS__)
+#define pr_warn(k, ...) printk(k, __VA_ARGS__)
+#define pr_info(k, ...) printk(k, __VA_ARGS__)
+
+/* Internal mutable view of a report while it is built. */
+struct odb_report_impl {
+	struct odb_report pub;
+	atomic_int refs;
+	char *text;                /* owned */
+	size_t text_len, text_cap;
+	char kind_buf[96];
+	char cache_buf[64];
+	bool quiet;                /* count, do not print (KUnit rule) */
+};
+struct odb_report_impl *report_new(struct odb_kernel *k, const char *subsystem,
+				   const char *kind);
+/* Append one line of report text (no trailing newline needed). */
+void report_line(struct odb_report_impl *r, const char *fmt, ...) __printf(2, 3);
+void report_set_cache(struct odb_report_impl *r, const char *cache);
+/* Print (unless quiet) and store the report; panic_on_warn marks the current
+ * task so its API call returns ODB_EBUG.  Consumes the builder reference. */
+void report_publish(struct odb_kernel *k, struct odb_report_impl *r);
+/* panic_on_warn handling for a plain WARN: print and maybe mark the task. */
+void odb_check_panic_on_warn(struct odb_kernel *k, const struct odb_report *r);
+
+/* ---- stack depot ---------------------------------------------------------------- */
+#define ODB_STACK_DEPTH 16
+uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip);
+/* Print each frame of handle as " name+0xoff/0xsize" into r. */
+void stack_depot_print_to(struct odb_kernel *k, uint32_t handle, struct odb_report_impl *r);
+
+/* ---- command line ------------------------------------------------------------ */
+/* A boot parameter handler: val is NULL for a bare "key".  Return 0, or
+ * odb_err(k, ODB_EINVAL, ...) naming the parameter. */
+typedef int (*odb_param_fn)(struct odb_kernel *k, const char *val);
+struct odb_param {
+	const char *name;
+	odb_param_fn set;
+	/* show the current value into buf (for odb_param_get), may be NULL */
+	void (*get)(struct odb_kernel *k, char *buf, size_t len);
+};
+/* Every room's parameters, terminated by {NULL}.  Defined in kernel/params.c */
+extern const struct odb_param odb_params[];
+
+/* ---- the kernel instance -------------------------------------------------------- */
+struct odb_log {
+	pthread_mutex_t lock;
+	char *buf;                 /* ring of NUL-separated lines */
+	size_t cap, head, len;     /* byte ring */
+};
+
+struct odb_kernel {
+	/* configuration */
+	unsigned int nr_cpu_ids;          /* online vCPUs */
+	unsigned int config_nr_cpus;      /* CONFIG_NR_CPUS */
+	unsigned int hz;
+	enum odb_clock_kind clock;
+	uint64_t seed;
+	char *cmdline;
+	bool panic_on_warn;
+	atomic_bool closed;
+
+	/* tasks */
+	pthread_key_t task_key;
+	pthread_mutex_t tasks_lock;
+	struct list_head tasks;
+	int next_pid;
+
+	/* vCPUs */
+	struct odb_cpu *cpus;
+
+	/* time */
+	_Atomic uint64_t now_ns;          /* virtual clock */
+	uint64_t boot_host_ns;            /* real clock origin */
+	pthread_mutex_t advance_lock;
+
+	/* workqueue */
+	pthread_mutex_t wq_lock;
+	pthread_cond_t wq_cond;           /* worker wake-up, and "a run ended" */
+	struct list_head wq_list;
+	uint64_t wq_seq;
+	bool wq_stop;
+	bool worker_started;
+	pthread_t worker;
+
+	/* memory */
+	char *ram;                        /* host base of the arena */
+	uint64_t ram_bytes;
+	uint64_t nr_pages;
+	struct page *pages;
+	struct odb_zone zone;
+	_Atomic uint64_t nr_free_pages;
+	odb_page_free_hook page_free_hooks[4];
+	unsigned int nr_page_free_hooks;
+
+	/* fault injection */
+	struct failslab_attr failslab;
+	struct fail_page_alloc_attr fail_page_alloc;
+	spinlock_t rng_lock;
+	struct odb_rng rng;
+
+	/* log and reports */
+	struct odb_log log;
+	pthread_mutex_t reports_lock;
+	struct odb_report_impl **reports;
+	size_t nr_reports, reports_cap;
+	uint64_t report_seq, reports_dropped;
+
+	/* stack depot */
+	struct odb_depot *depot;
+	odb_frame_hook frame_hook;
+	void *frame_hook_ctx;
+
+	/* rooms (filled by later subsystems) */
+	void *slab;
+	void *kasan;
+	void *debugobjects;
+};
+
+static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len)
+{
+	return a >= ODB_PAGE_OFFSET && len <= k->ram_bytes &&
+	       a - ODB_PAGE_OFFSET <= k->ram_bytes - len;
+}
+static inline uint64_t page_to_pfn(struct odb_kernel *k, const struct page *p)
+{
+	return (uint64_t)(p - k->pages);
+}
+
+/* Internal pieces of kernel.c used by the other kernel/ files. */
+int odb_mem_init(struct odb_kernel *k);
+void odb_mem_exit(struct odb_kernel *k);
+int odb_log_init(struct odb_log *l, size_t cap);
+void odb_log_exit(struct odb_log *l);
+int odb_depot_init(struct odb_kernel *k);
+void odb_depot_exit(struct odb_kernel *k);
+void odb_reports_exit(struct odb_kernel *k);
+int odb_wq_init(struct odb_kernel *k);
+void odb_wq_stop(struct odb_kernel *k);
+void odb_wq_exit(struct odb_kernel *k);
+int odb_parse_cmdline(struct odb_kernel *k, const char *cmdline, char *errbuf, size_t errlen);
+void odb_fault_init(struct odb_kernel *k);
+void odb_fault_exit(struct odb_kernel *k);
+void odb_register_page_free_hook(struct odb_kernel *k, odb_page_free_hook fn);
+
+#endif /* ODB_KERNEL_KERNEL_H */

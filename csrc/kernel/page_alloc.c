@@ -1,0 +1,318 @@
+/*
+ * The page allocator: a buddy allocator (orders 0..MAX_PAGE_ORDER) over the
+ * simulated RAM arena, with a struct page per page frame.
+ *
+ * The arena and the page array are mmap'd with MAP_NORESERVE: only touched
+ * pages cost host memory, so a "4G" kernel is cheap until it is used.
+ */
+#include <stdio.h>
+#include <sys/mman.h>
+
+#include "kernel/kernel.h"
+
+#define IDX(k, p) ((uint32_t)((p) - (k)->pages) + 1)   /* 0 = none */
+#define PAGE_AT(k, i) (&(k)->pages[(i) - 1])
+
+static void buddy_list_add(struct odb_kernel *k, struct page *p, unsigned int order)
+{
+	struct odb_zone *z = &k->zone;
+	uint32_t i = IDX(k, p);
+
+	p->flags = PG_buddy;
+	p->order = order;
+	p->buddy_prev = 0;
+	p->buddy_next = z->free_head[order];
+	if (p->buddy_next)
+		PAGE_AT(k, p->buddy_next)->buddy_prev = i;
+	z->free_head[order] = i;
+	z->nr_free[order]++;
+}
+
+static void buddy_list_del(struct odb_kernel *k, struct page *p, unsigned int order)
+{
+	struct odb_zone *z = &k->zone;
+
+	if (p->buddy_prev)
+		PAGE_AT(k, p->buddy_prev)->buddy_next = p->buddy_next;
+	else
+		z->free_head[order] = p->buddy_next;
+	if (p->buddy_next)
+		PAGE_AT(k, p->buddy_next)->buddy_prev = p->buddy_prev;
+	p->buddy_next = p->buddy_prev = 0;
+	p->flags = 0;
+	z->nr_free[order]--;
+}
+
+int odb_mem_init(struct odb_kernel *k)
+{
+	uint64_t pfn = 0;
+
+	k->nr_pages = k->ram_bytes >> PAGE_SHIFT;
+	if (k->nr_pages >= UINT32_MAX)
+		return -1;
+	k->ram = mmap(NULL, k->ram_bytes, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (k->ram == MAP_FAILED) {
+		k->ram = NULL;
+		return -1;
+	}
+	k->pages = mmap(NULL, k->nr_pages * sizeof(struct page), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (k->pages == MAP_FAILED) {
+		k->pages = NULL;
+		munmap(k->ram, k->ram_bytes);
+		k->ram = NULL;
+		return -1;
+	}
+	spin_lock_init(&k->zone.lock);
+	/* Free the arena in the largest aligned blocks (memblock_free_all). */
+	while (pfn < k->nr_pages) {
+		unsigned int order = MAX_PAGE_ORDER;
+
+		while (order && ((pfn & ((1ULL << order) - 1)) ||
+				 pfn + (1ULL << order) > k->nr_pages))
+			order--;
+		buddy_list_add(k, &k->pages[pfn], order);
+		pfn += 1ULL << order;
+	}
+	atomic_store(&k->nr_free_pages, k->nr_pages);
+	return 0;
+}
+
+void odb_mem_exit(struct odb_kernel *k)
+{
+	if (k->pages) {
+		munmap(k->pages, k->nr_pages * sizeof(struct page));
+		k->pages = NULL;
+		spin_lock_destroy(&k->zone.lock);
+	}
+	if (k->ram) {
+		munmap(k->ram, k->ram_bytes);
+		k->ram = NULL;
+	}
+}
+
+uint64_t totalram_pages(struct odb_kernel *k) { return k->nr_pages; }
+
+struct page *virt_to_page(struct odb_kernel *k, odb_addr_t a)
+{
+	if (!odb_in_arena(k, a, 1))
+		return NULL;
+	return &k->pages[(a - ODB_PAGE_OFFSET) >> PAGE_SHIFT];
+}
+
+struct page *virt_to_head_page(struct odb_kernel *k, odb_addr_t a)
+{
+	struct page *p = virt_to_page(k, a);
+
+	if (p && (p->flags & PG_tail))
+		p = &k->pages[p->head];
+	return p;
+}
+
+odb_addr_t page_address(struct odb_kernel *k, const struct page *p)
+{
+	return ODB_PAGE_OFFSET + ((uint64_t)(p - k->pages) << PAGE_SHIFT);
+}
+
+/* __should_fail_alloc_page (mm/fail_page_alloc.c) */
+static bool should_fail_alloc_page(struct odb_kernel *k, unsigned int gfp, unsigned int order)
+{
+	struct fail_page_alloc_attr *f = &k->fail_page_alloc;
+
+	if (order < f->min_order)
+		return false;
+	if (gfp & ODB_GFP_NOFAIL)
+		return false;
+	if (f->ignore_gfp_highmem && (gfp & ODB_GFP_HIGHMEM))
+		return false;
+	if (f->ignore_gfp_reclaim && (gfp & ODB_GFP_DIRECT_RECLAIM))
+		return false;
+	return should_fail(k, &f->attr, (size_t)1 << order);
+}
+
+/* %pGg for the flags odebug has, in the kernel's names and order. */
+static void format_gfp(unsigned int gfp, char *buf, size_t len)
+{
+	static const struct { unsigned int mask; const char *name; } names[] = {
+		{ ODB_GFP_KERNEL, "GFP_KERNEL" },
+		{ ODB_GFP_ATOMIC, "GFP_ATOMIC" },
+		{ ODB_GFP_NOWAIT, "GFP_NOWAIT" },
+		{ ODB_GFP_DIRECT_RECLAIM, "__GFP_DIRECT_RECLAIM" },
+		{ ODB_GFP_IO, "__GFP_IO" }, { ODB_GFP_FS, "__GFP_FS" },
+		{ ODB_GFP_HIGH, "__GFP_HIGH" },
+		{ ODB_GFP_KSWAPD_RECLAIM, "__GFP_KSWAPD_RECLAIM" },
+		{ ODB_GFP_ZERO, "__GFP_ZERO" }, { ODB_GFP_NOWARN, "__GFP_NOWARN" },
+		{ ODB_GFP_NOFAIL, "__GFP_NOFAIL" }, { ODB_GFP_HIGHMEM, "__GFP_HIGHMEM" },
+	};
+	unsigned int left = gfp;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(names) && left; i++) {
+		if ((left & names[i].mask) == names[i].mask) {
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s",
+					      n ? "|" : "", names[i].name);
+			left &= ~names[i].mask;
+		}
+	}
+	if (!gfp && len)
+		snprintf(buf, len, "none");
+}
+
+static void warn_alloc(struct odb_kernel *k, unsigned int gfp, unsigned int order)
+{
+	struct odb_task *t = odb_current(k);
+	struct odb_report_impl *r;
+	char g[160];
+
+	if (gfp & ODB_GFP_NOWARN)
+		return;
+	format_gfp(gfp, g, sizeof(g));
+	r = report_new(k, "kernel", "page allocation failure");
+	if (!r)
+		return;
+	report_line(r, "%s: page allocation failure: order:%u, mode:%#x(%s), nodemask=(null)",
+		    t ? t->comm : "?", order, gfp, g);
+	report_publish(k, r);
+}
+
+struct page *alloc_pages(struct odb_kernel *k, unsigned int gfp, unsigned int order)
+{
+	struct odb_zone *z = &k->zone;
+	struct page *p = NULL;
+	unsigned int o;
+
+	if (order > MAX_PAGE_ORDER)
+		return NULL;
+	if (unlikely(should_fail_alloc_page(k, gfp, order))) {
+		warn_alloc(k, gfp, order);
+		return NULL;
+	}
+	spin_lock(&z->lock);
+	for (o = order; o <= MAX_PAGE_ORDER; o++)
+		if (z->free_head[o])
+			break;
+	if (o <= MAX_PAGE_ORDER) {
+		p = PAGE_AT(k, z->free_head[o]);
+		buddy_list_del(k, p, o);
+		/* expand(): hand the upper halves back */
+		while (o > order) {
+			o--;
+			buddy_list_add(k, p + (1u << o), o);
+		}
+	}
+	spin_unlock(&z->lock);
+	if (!p) {
+		warn_alloc(k, gfp, order);
+		return NULL;
+	}
+	atomic_fetch_sub(&k->nr_free_pages, 1ULL << order);
+	p->flags = PG_alloc | (order ? PG_head : 0);
+	p->order = order;
+	memset(p->priv, 0, sizeof(p->priv));
+	for (uint32_t i = 1; i < (1u << order); i++) {
+		p[i].flags = PG_tail;
+		p[i].head = (uint32_t)(p - k->pages);
+		memset(p[i].priv, 0, sizeof(p[i].priv));
+	}
+	if (gfp & ODB_GFP_ZERO)
+		memset(virt_to_host(k, page_address(k, p)), 0, PAGE_SIZE << order);
+	return p;
+}
+
+void __free_pages(struct odb_kernel *k, struct page *page, unsigned int order)
+{
+	struct odb_zone *z = &k->zone;
+	uint64_t pfn = page_to_pfn(k, page);
+	odb_addr_t addr = page_address(k, page);
+
+	for (unsigned int i = 0; i < k->nr_page_free_hooks; i++)
+		k->page_free_hooks[i](k, addr, PAGE_SIZE << order);
+	for (uint32_t i = 0; i < (1u << order); i++)
+		page[i].flags = 0;
+	atomic_fetch_add(&k->nr_free_pages, 1ULL << order);
+	spin_lock(&z->lock);
+	while (order < MAX_PAGE_ORDER) {
+		uint64_t bpfn = pfn ^ (1ULL << order);
+		struct page *b;
+
+		if (bpfn + (1ULL << order) > k->nr_pages)
+			break;
+		b = &k->pages[bpfn];
+		if (!(b->flags & PG_buddy) || b->order != order)
+			break;
+		buddy_list_del(k, b, order);
+		pfn &= bpfn;
+		order++;
+	}
+	buddy_list_add(k, &k->pages[pfn], order);
+	spin_unlock(&z->lock);
+}
+
+void odb_register_page_free_hook(struct odb_kernel *k, odb_page_free_hook fn)
+{
+	if (k->nr_page_free_hooks < ARRAY_SIZE(k->page_free_hooks))
+		k->page_free_hooks[k->nr_page_free_hooks++] = fn;
+}
+
+/* ---- public API ----------------------------------------------------------------- */
+uint64_t odb_totalram_pages(odb_kernel *k) { return k->nr_pages; }
+uint64_t odb_nr_free_pages(odb_kernel *k) { return atomic_load(&k->nr_free_pages); }
+odb_addr_t odb_arena_start(odb_kernel *k) { return ODB_PAGE_OFFSET; }
+odb_addr_t odb_arena_end(odb_kernel *k) { return ODB_PAGE_OFFSET + k->ram_bytes; }
+
+void *odb_host_ptr(odb_kernel *k, odb_addr_t addr, size_t len)
+{
+	if (!k->ram || !odb_in_arena(k, addr, len))
+		return NULL;
+	return virt_to_host(k, addr);
+}
+
+int odb_alloc_pages(odb_kernel *k, unsigned int gfp, unsigned int order, odb_addr_t *addr)
+{
+	struct odb_task *t = odb_enter(k);
+	struct page *p;
+
+	if (!t)
+		return odb_enter_failed(k);
+	*addr = 0;
+	if (order > MAX_PAGE_ORDER)
+		return odb_leave(t, odb_err(k, ODB_EINVAL, "order %u > MAX_PAGE_ORDER (%d)",
+					    order, MAX_PAGE_ORDER));
+	p = alloc_pages(k, gfp, order);
+	if (!p)
+		return odb_leave(t, odb_err(k, ODB_ENOMEM,
+					    "page allocation failure: order:%u", order));
+	*addr = page_address(k, p);
+	return odb_leave(t, ODB_OK);
+}
+
+int odb_free_pages(odb_kernel *k, odb_addr_t addr, unsigned int order)
+{
+	struct odb_task *t = odb_enter(k);
+	struct page *p;
+
+	if (!t)
+		return odb_enter_failed(k);
+	if (order > MAX_PAGE_ORDER)
+		return odb_leave(t, odb_err(k, ODB_EINVAL, "order %u > MAX_PAGE_ORDER (%d)",
+					    order, MAX_PAGE_ORDER));
+	p = virt_to_page(k, addr);
+	if (!p || (addr & (PAGE_SIZE - 1)))
+		return odb_leave(t, odb_err(k, ODB_EINVAL,
+					    "0x%llx is not a page address in this kernel",
+					    (unsigned long long)addr));
+	if (!(p->flags & PG_alloc) || (p->flags & PG_slab))
+		return odb_leave(t, odb_err(k, ODB_EINVAL,
+					    "page 0x%llx is not an allocated page block (%s)",
+					    (unsigned long long)addr,
+					    (p->flags & PG_slab) ? "it belongs to a slab" :
+					    (p->flags & PG_tail) ? "tail page" : "free"));
+	if (p->order != order)
+		return odb_leave(t, odb_err(k, ODB_EINVAL,
+					    "page 0x%llx was allocated with order %u, not %u",
+					    (unsigned long long)addr, p->order, order));
+	__free_pages(k, p, order);
+	return odb_leave(t, ODB_OK);
+}

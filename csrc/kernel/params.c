@@ -1,0 +1,110 @@
+/*
+ * The table of boot parameters, gathered from every room.  The table itself
+ * is constant; values live in struct odb_kernel (and the rooms' structs).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernel/kernel.h"
+#include "kernel/params.h"
+
+/* Parse an unsigned decimal (kstrtoul, base 10, no sign, no trailing junk). */
+int odb_kstrtoul(const char *s, unsigned long *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	return 0;
+}
+
+/* kstrtobool: 1/y/Y/on and 0/n/N/off; a bare key means true. */
+int odb_kstrtobool(const char *s, bool *out)
+{
+	if (!s) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(s, "1") || !strcasecmp(s, "y") || !strcasecmp(s, "yes") || !strcasecmp(s, "on")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(s, "0") || !strcasecmp(s, "n") || !strcasecmp(s, "no") || !strcasecmp(s, "off")) {
+		*out = false;
+		return 0;
+	}
+	return -1;
+}
+
+static int set_panic_on_warn(struct odb_kernel *k, const char *val)
+{
+	unsigned long v;
+	bool b;
+
+	if (val && !odb_kstrtoul(val, &v)) {
+		k->panic_on_warn = v != 0;
+		return 0;
+	}
+	if (odb_kstrtobool(val, &b))
+		return odb_err(k, ODB_EINVAL, "panic_on_warn: `%s' invalid for parameter `panic_on_warn'",
+			       val);
+	k->panic_on_warn = b;
+	return 0;
+}
+
+static void get_panic_on_warn(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d", k->panic_on_warn ? 1 : 0);
+}
+
+static int set_hz(struct odb_kernel *k, const char *val)
+{
+	unsigned long v;
+
+	if (odb_kstrtoul(val, &v) || v < 1 || v > 100000)
+		return odb_err(k, ODB_EINVAL, "hz: `%s' invalid for parameter `hz' (1..100000)",
+			       val ? val : "");
+	k->hz = (unsigned int)v;
+	return 0;
+}
+
+static void get_hz(struct odb_kernel *k, char *buf, size_t len) { snprintf(buf, len, "%u", k->hz); }
+
+static int set_failslab(struct odb_kernel *k, const char *val)
+{
+	if (!val)
+		return odb_err(k, ODB_EINVAL, "failslab: needs <interval>,<probability>,<space>,<times>");
+	return setup_fault_attr(k, &k->failslab.attr, val);
+}
+
+static int set_fail_page_alloc(struct odb_kernel *k, const char *val)
+{
+	if (!val)
+		return odb_err(k, ODB_EINVAL,
+			       "fail_page_alloc: needs <interval>,<probability>,<space>,<times>");
+	return setup_fault_attr(k, &k->fail_page_alloc.attr, val);
+}
+
+static void get_fault(struct fault_attr *a, char *buf, size_t len)
+{
+	spin_lock(&a->lock);
+	snprintf(buf, len, "%lu,%lu,%ld,%ld", a->interval, a->probability, a->space, a->times);
+	spin_unlock(&a->lock);
+}
+
+static void get_failslab(struct odb_kernel *k, char *buf, size_t len) { get_fault(&k->failslab.attr, buf, len); }
+static void get_fail_page_alloc(struct odb_kernel *k, char *buf, size_t len) { get_fault(&k->fail_page_alloc.attr, buf, len); }
+
+const struct odb_param odb_params[] = {
+	{ "panic_on_warn", set_panic_on_warn, get_panic_on_warn },
+	{ "hz", set_hz, get_hz },
+	{ "failslab", set_failslab, get_failslab },
+	{ "fail_page_alloc", set_fail_page_alloc, get_fail_page_alloc },
+	ODB_ROOM_PARAMS
+	{ NULL, NULL, NULL },
+};

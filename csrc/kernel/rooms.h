@@ -1,0 +1,12 @@
+/*
+ * The rooms' boot and shutdown hooks, called by odb_kernel_create/destroy in
+ * the kernel's initcall order.  Each room adds its init/exit here.
+ */
+#ifndef ODB_KERNEL_ROOMS_H
+#define ODB_KERNEL_ROOMS_H
+
+struct odb_kernel;
+int odb_rooms_init(struct odb_kernel *k, char *errbuf, size_t errlen);
+void odb_rooms_exit(struct odb_kernel *k);
+
+#endif

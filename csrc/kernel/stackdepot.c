@@ -1,0 +1,408 @@
+/*
+ * Stack depot: deduplicated call stacks behind 32-bit handles.
+ *
+ * A stack is the C frames of the caller (glibc backtrace over the unwind
+ * tables) plus, when the binding registered a frame hook, the Python caller
+ * as "file:line:function".  Stacks are hashed and kept forever, as the
+ * kernel's depot keeps them; a handle is the record index + 1 (0 = none).
+ *
+ * Printing symbolises like %pS ("name+0xoff/0xsize"): libodebug's own
+ * functions are hidden from the dynamic symbol table, so the depot reads the
+ * ELF .symtab of each module it meets once (per kernel) and falls back to
+ * dladdr's dynamic symbols.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernel/kernel.h"
+
+#define DEPOT_HASH_BITS 14
+#define DEPOT_RAW_FRAMES 48
+
+struct stack_record {
+	uint32_t hash;
+	uint32_t next;             /* chain: handle of the next record, 0 = end */
+	uint16_t nr;
+	char *py;                  /* Python caller or NULL */
+	void *entries[ODB_STACK_DEPTH];
+};
+
+struct elf_sym { uintptr_t start, size; const char *name; };
+struct elf_module {
+	char *path;
+	uintptr_t base;
+	struct elf_sym *syms;
+	size_t nsyms;
+	char *strtab;              /* owned copy of the names */
+	bool hide;                 /* interpreter / libc / binding frames: not printed */
+};
+
+struct odb_depot {
+	pthread_mutex_t lock;
+	uint32_t buckets[1u << DEPOT_HASH_BITS];
+	struct stack_record **recs;
+	size_t nr, cap;
+	struct elf_module *mods;
+	size_t nmods;
+	void *self_base;           /* load base of libodebug */
+};
+
+int odb_depot_init(struct odb_kernel *k)
+{
+	struct odb_depot *d = calloc(1, sizeof(*d));
+	Dl_info di;
+
+	if (!d)
+		return -1;
+	pthread_mutex_init(&d->lock, NULL);
+	if (dladdr((void *)odb_depot_init, &di))
+		d->self_base = di.dli_fbase;
+	k->depot = d;
+	return 0;
+}
+
+void odb_depot_exit(struct odb_kernel *k)
+{
+	struct odb_depot *d = k->depot;
+
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nr; i++) {
+		free(d->recs[i]->py);
+		free(d->recs[i]);
+	}
+	free(d->recs);
+	for (size_t i = 0; i < d->nmods; i++) {
+		free(d->mods[i].path);
+		free(d->mods[i].syms);
+		free(d->mods[i].strtab);
+	}
+	free(d->mods);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	k->depot = NULL;
+}
+
+/* FNV-1a over the frames and the Python location (own choice of hash). */
+static uint32_t stack_hash(void *const *e, unsigned int n, const char *py)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const unsigned char *p = (const unsigned char *)e;
+
+	for (size_t i = 0; i < n * sizeof(void *); i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	if (py)
+		for (; *py; py++)
+			h = (h ^ (unsigned char)*py) * 0x100000001b3ULL;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static uint32_t depot_save(struct odb_kernel *k, void *const *e, unsigned int n, const char *py)
+{
+	struct odb_depot *d = k->depot;
+	uint32_t h = stack_hash(e, n, py), b = h & ((1u << DEPOT_HASH_BITS) - 1), i, handle = 0;
+	struct stack_record *r;
+
+	pthread_mutex_lock(&d->lock);
+	for (i = d->buckets[b]; i; i = d->recs[i - 1]->next) {
+		r = d->recs[i - 1];
+		if (r->hash == h && r->nr == n && !memcmp(r->entries, e, n * sizeof(void *)) &&
+		    ((!r->py && !py) || (r->py && py && !strcmp(r->py, py)))) {
+			handle = i;
+			goto out;
+		}
+	}
+	if (d->nr == d->cap) {
+		size_t ncap = d->cap ? d->cap * 2 : 1024;
+		void *nr = realloc(d->recs, ncap * sizeof(*d->recs));
+		if (!nr)
+			goto out;
+		d->recs = nr;
+		d->cap = ncap;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto out;
+	r->hash = h;
+	r->nr = (uint16_t)n;
+	memcpy(r->entries, e, n * sizeof(void *));
+	r->py = py ? strdup(py) : NULL;
+	r->next = d->buckets[b];
+	d->recs[d->nr++] = r;
+	handle = (uint32_t)d->nr;
+	d->buckets[b] = handle;
+out:
+	pthread_mutex_unlock(&d->lock);
+	return handle;
+}
+
+uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
+{
+	void *raw[DEPOT_RAW_FRAMES];
+	char py[256];
+	bool have_py = false;
+	int n = backtrace(raw, DEPOT_RAW_FRAMES);
+	unsigned int from = 1 + skip, cnt;
+
+	if (n < 0)
+		n = 0;
+	if (from > (unsigned int)n)
+		from = (unsigned int)n;
+	cnt = (unsigned int)n - from;
+	if (cnt > ODB_STACK_DEPTH)
+		cnt = ODB_STACK_DEPTH;
+	if (k->frame_hook) {
+		py[0] = '\0';
+		have_py = k->frame_hook(k->frame_hook_ctx, py, sizeof(py)) && py[0];
+	}
+	return depot_save(k, raw + from, cnt, have_py ? py : NULL);
+}
+
+uint32_t odb_stack_save(odb_kernel *k, unsigned int skip)
+{
+	return stack_depot_save_current(k, skip + 1);
+}
+
+void odb_set_frame_hook(odb_kernel *k, odb_frame_hook hook, void *ctx)
+{
+	k->frame_hook_ctx = ctx;
+	k->frame_hook = hook;
+}
+
+uint64_t odb_stack_depot_count(odb_kernel *k)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&k->depot->lock);
+	n = k->depot->nr;
+	pthread_mutex_unlock(&k->depot->lock);
+	return n;
+}
+
+/* ---- symbolisation ------------------------------------------------------------ */
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Read FUNC symbols from path's .symtab (or .dynsym).  Best effort. */
+static void load_elf_syms(struct elf_module *m)
+{
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	unsigned char *map;
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	size_t strbytes = 0;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return;
+	eh = (const Elf64_Ehdr *)map;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff == 0 || eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > (uint64_t)st.st_size)
+		goto out;
+	sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+	for (int pass = 0; pass < 2 && !m->nsyms; pass++) {
+		unsigned int want = pass ? SHT_DYNSYM : SHT_SYMTAB;
+		for (unsigned int i = 0; i < eh->e_shnum; i++) {
+			const Elf64_Shdr *s = &sh[i], *ss;
+			const Elf64_Sym *sym;
+			size_t n, out = 0;
+			char *p;
+
+			if (s->sh_type != want || s->sh_link >= eh->e_shnum)
+				continue;
+			ss = &sh[s->sh_link];
+			if (s->sh_offset + s->sh_size > (uint64_t)st.st_size ||
+			    ss->sh_offset + ss->sh_size > (uint64_t)st.st_size)
+				continue;
+			sym = (const Elf64_Sym *)(map + s->sh_offset);
+			n = s->sh_size / sizeof(Elf64_Sym);
+			m->syms = calloc(n ? n : 1, sizeof(*m->syms));
+			m->strtab = malloc(ss->sh_size + 1);
+			if (!m->syms || !m->strtab)
+				break;
+			memcpy(m->strtab, map + ss->sh_offset, ss->sh_size);
+			m->strtab[ss->sh_size] = '\0';
+			strbytes = ss->sh_size;
+			for (size_t j = 0; j < n; j++) {
+				if (ELF64_ST_TYPE(sym[j].st_info) != STT_FUNC || !sym[j].st_value ||
+				    sym[j].st_name >= strbytes)
+					continue;
+				p = m->strtab + sym[j].st_name;
+				m->syms[out].start = sym[j].st_value;
+				m->syms[out].size = sym[j].st_size;
+				m->syms[out].name = p;
+				out++;
+			}
+			m->nsyms = out;
+			qsort(m->syms, out, sizeof(*m->syms), sym_cmp);
+			break;
+		}
+	}
+out:
+	munmap(map, (size_t)st.st_size);
+}
+
+static struct elf_module *module_for(struct odb_depot *d, void *pc)
+{
+	Dl_info di;
+	struct elf_module *m;
+	const char *base;
+	void *nm;
+
+	if (!dladdr(pc, &di) || !di.dli_fname)
+		return NULL;
+	for (size_t i = 0; i < d->nmods; i++)
+		if (d->mods[i].base == (uintptr_t)di.dli_fbase)
+			return &d->mods[i];
+	nm = realloc(d->mods, (d->nmods + 1) * sizeof(*d->mods));
+	if (!nm)
+		return NULL;
+	d->mods = nm;
+	m = &d->mods[d->nmods++];
+	memset(m, 0, sizeof(*m));
+	m->path = strdup(di.dli_fname);
+	m->base = (uintptr_t)di.dli_fbase;
+	base = strrchr(di.dli_fname, '/');
+	base = base ? base + 1 : di.dli_fname;
+	m->hide = di.dli_fbase != d->self_base &&
+		  (strstr(base, "python") || strstr(base, "libc.so") || strstr(base, "_core.") ||
+		   strstr(base, "libtsan") || strstr(base, "libasan") || !*base);
+	if (m->path && !m->hide)
+		load_elf_syms(m);
+	return m;
+}
+
+static bool symbolise(struct odb_depot *d, void *pc, char *buf, size_t len)
+{
+	struct elf_module *m = module_for(d, pc);
+	uintptr_t off;
+	size_t lo = 0, hi;
+
+	if (!m)
+		goto raw;
+	if (m->hide)
+		return false;
+	off = (uintptr_t)pc - m->base - 1;   /* return address: look up the call */
+	hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->syms[mid].start <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && off < m->syms[lo - 1].start + (m->syms[lo - 1].size ? m->syms[lo - 1].size : 1)) {
+		const struct elf_sym *s = &m->syms[lo - 1];
+		snprintf(buf, len, "%s+%#lx/%#lx", s->name, (unsigned long)(off + 1 - s->start),
+			 (unsigned long)s->size);
+		return true;
+	}
+raw:
+	snprintf(buf, len, "0x%lx", (unsigned long)(uintptr_t)pc);
+	return true;
+}
+
+typedef void (*line_fn)(void *ctx, const char *line);
+
+static bool depot_each_line(struct odb_kernel *k, uint32_t handle, line_fn fn, void *ctx)
+{
+	struct odb_depot *d = k->depot;
+	struct stack_record *r;
+	char sym[256], line[300];
+
+	pthread_mutex_lock(&d->lock);
+	if (!handle || handle > d->nr) {
+		pthread_mutex_unlock(&d->lock);
+		return false;
+	}
+	r = d->recs[handle - 1];
+	for (unsigned int i = 0; i < r->nr; i++) {
+		if (!symbolise(d, r->entries[i], sym, sizeof(sym)))
+			continue;
+		snprintf(line, sizeof(line), " %s", sym);
+		fn(ctx, line);
+	}
+	if (r->py) {
+		snprintf(line, sizeof(line), " %s", r->py);
+		fn(ctx, line);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return true;
+}
+
+static void to_report(void *ctx, const char *line) { report_line(ctx, "%s", line); }
+
+void stack_depot_print_to(struct odb_kernel *k, uint32_t handle, struct odb_report_impl *r)
+{
+	depot_each_line(k, handle, to_report, r);
+}
+
+struct strbuf { char *s; size_t len, cap; };
+
+static void to_strbuf(void *ctx, const char *line)
+{
+	struct strbuf *b = ctx;
+	size_t n = strlen(line);
+
+	if (b->len + n + 2 > b->cap) {
+		size_t ncap = (b->cap ? b->cap : 256);
+		char *ns;
+		while (b->len + n + 2 > ncap)
+			ncap *= 2;
+		ns = realloc(b->s, ncap);
+		if (!ns)
+			return;
+		b->s = ns;
+		b->cap = ncap;
+	}
+	memcpy(b->s + b->len, line, n);
+	b->len += n;
+	b->s[b->len++] = '\n';
+	b->s[b->len] = '\0';
+}
+
+char *odb_stack_text(odb_kernel *k, uint32_t handle)
+{
+	struct strbuf b = { 0 };
+
+	if (!depot_each_line(k, handle, to_strbuf, &b)) {
+		free(b.s);
+		return NULL;
+	}
+	if (!b.s)
+		b.s = calloc(1, 1);
+	return b.s;
+}
+
+static void to_printk(void *ctx, const char *line) { printk(ctx, "%s", line); }
+
+/* dump_stack(): the header line and the current stack, as the kernel prints it. */
+void dump_stack(struct odb_kernel *k)
+{
+	struct odb_task *t = odb_current(k);
+	uint32_t h = stack_depot_save_current(k, 1);
+
+	printk(k, "CPU: %d UID: 0 PID: %d Comm: %s Not tainted 6.12.0-odebug #1",
+	       t ? smp_processor_id_task(t) : 0, t ? t->pid : 0, t ? t->comm : "?");
+	printk(k, "Call Trace:\n <TASK>");
+	depot_each_line(k, h, to_printk, k);
+	printk(k, " </TASK>");
+}

@@ -1,0 +1,111 @@
+"""Build odebug's C core.
+
+Two artefacts come out of csrc/:
+
+* ``odebug/libodebug.so``: the C core as a plain shared library, built with
+  ``-fvisibility=hidden`` so that only the public API (``ODB_API``) is exported.
+  C users and cffi load it; it does not link libpython.
+* ``odebug._core``: the thin CPython binding (csrc/python/), linked against
+  libodebug.so through an ``$ORIGIN`` RUNPATH, so there is one copy of the core.
+
+Environment knobs:
+  ODEBUG_WERROR=1                    add -Werror
+  ODEBUG_SANITIZE=address,undefined  ASan+UBSan build (or =thread for TSan)
+  ODEBUG_DEBUG=1                     -O0 -g3
+"""
+import glob
+import os
+import shutil
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORE_DIRS = ["kernel", "slab", "kasan", "debugobjects", "scenarios"]
+
+
+def rel(*parts):
+    return os.path.join(*parts)
+
+
+def core_sources():
+    out = []
+    for d in CORE_DIRS:
+        out += sorted(glob.glob(rel("csrc", d, "*.c")))
+    return out
+
+
+def all_headers():
+    return sorted(glob.glob(rel("csrc", "**", "*.h"), recursive=True))
+
+
+def flags():
+    cflags = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Wshadow",
+              "-Wstrict-prototypes", "-Wno-unused-parameter",
+              "-D_GNU_SOURCE", "-fno-omit-frame-pointer"]
+    ldflags = ["-pthread"]
+    if os.environ.get("ODEBUG_DEBUG") == "1":
+        cflags = [f for f in cflags if f != "-O2"] + ["-O0", "-g3"]
+    if os.environ.get("ODEBUG_WERROR") == "1":
+        cflags.append("-Werror")
+    san = os.environ.get("ODEBUG_SANITIZE", "").strip()
+    if san:
+        s = ["-fsanitize=" + san, "-fno-omit-frame-pointer", "-g"]
+        if "undefined" in san:
+            s.append("-fno-sanitize-recover=undefined")
+        cflags = [f for f in cflags if f != "-O2"] + s + ["-O1"]
+        ldflags += ["-fsanitize=" + san]
+    return cflags, ldflags
+
+
+class SharedLib(Extension):
+    """Marker: build as a plain shared library named lib<name>.so."""
+
+
+class odebug_build_ext(build_ext):
+    def get_ext_filename(self, fullname):
+        for ext in self.extensions:
+            if ext.name == fullname and isinstance(ext, SharedLib):
+                return os.path.join(*fullname.split(".")[:-1],
+                                    "lib" + fullname.split(".")[-1] + ".so")
+        return super().get_ext_filename(fullname)
+
+    def get_export_symbols(self, ext):
+        if isinstance(ext, SharedLib):
+            return []
+        return super().get_export_symbols(ext)
+
+    def build_extension(self, ext):
+        if not isinstance(ext, SharedLib):
+            libdir = os.path.dirname(self.get_ext_fullpath("odebug.odebug"))
+            ext.library_dirs = [libdir]
+        super().build_extension(ext)
+        if isinstance(ext, SharedLib):
+            dest = os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)),
+                                "include", "odebug")
+            os.makedirs(dest, exist_ok=True)
+            for h in glob.glob(rel("csrc", "include", "odebug", "*.h")):
+                shutil.copy(h, dest)
+
+
+cflags, ldflags = flags()
+core = SharedLib(
+    "odebug.odebug",
+    sources=core_sources(),
+    include_dirs=[rel("csrc", "include"), "csrc"],
+    depends=all_headers(),
+    extra_compile_args=cflags + ["-fvisibility=hidden", "-DODB_BUILDING"],
+    extra_link_args=ldflags + ["-Wl,-soname,libodebug.so"],
+)
+binding = Extension(
+    "odebug._core",
+    sources=sorted(glob.glob(rel("csrc", "python", "*.c"))),
+    include_dirs=[rel("csrc", "include")],
+    depends=all_headers(),
+    libraries=[":libodebug.so"],
+    runtime_library_dirs=["$ORIGIN"],
+    extra_compile_args=cflags,
+    extra_link_args=ldflags,
+)
+
+setup(ext_modules=[core, binding], cmdclass={"build_ext": odebug_build_ext})
