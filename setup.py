@@ -64,10 +64,12 @@ class SharedLib(Extension):
 
 class odebug_build_ext(build_ext):
     def get_ext_filename(self, fullname):
+        # distutils passes either the dotted name or only its last part
+        parts = fullname.split(".")
         for ext in self.extensions:
-            if ext.name == fullname and isinstance(ext, SharedLib):
-                return os.path.join(*fullname.split(".")[:-1],
-                                    "lib" + fullname.split(".")[-1] + ".so")
+            if isinstance(ext, SharedLib) and ext.name.split(".")[-1] == parts[-1] \
+                    and (len(parts) == 1 or ext.name == fullname):
+                return os.path.join(*parts[:-1], "lib" + parts[-1] + ".so")
         return super().get_ext_filename(fullname)
 
     def get_export_symbols(self, ext):
@@ -77,7 +79,7 @@ class odebug_build_ext(build_ext):
 
     def build_extension(self, ext):
         if not isinstance(ext, SharedLib):
-            libdir = os.path.dirname(self.get_ext_fullpath("odebug.odebug"))
+            libdir = os.path.dirname(self.get_ext_fullpath(core.name))
             ext.library_dirs = [libdir]
         super().build_extension(ext)
         if isinstance(ext, SharedLib):

@@ -1,0 +1,1111 @@
+/*
+ * odebug._core: the thin CPython binding of the C core.
+ *
+ * It parses arguments, holds references, releases the GIL around work that
+ * may take long or block (advance, close, dmesg, reports, anything O(n)),
+ * and turns a C status (+ the thread's message or the panic report) into an
+ * exception in one place: odb_raise().  No algorithm lives here.
+ *
+ * Multi-phase init, module state and heap types throughout.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "odebug/odebug.h"
+
+typedef struct {
+	PyObject *KernelType;
+	PyObject *WorkType;
+	PyObject *RawType;
+	PyObject *Error;          /* odebug.Error */
+	PyObject *InvalidArgument;/* Error, ValueError */
+	PyObject *ClosedError;    /* Error, RuntimeError */
+	PyObject *StateError;     /* Error, RuntimeError */
+	PyObject *NotFound;       /* Error, LookupError */
+	PyObject *KernelBug;      /* Error: a report under panic_on_warn */
+	PyObject *report_factory; /* callable(dict) -> Report, set by odebug */
+} core_state;
+
+typedef struct {
+	PyObject_HEAD
+	odb_kernel *k;
+	core_state *st;           /* borrowed: the module outlives its types' instances */
+	PyObject *module;         /* strong ref keeps st alive */
+	PyObject *works;          /* list of Work objects: alive as long as the kernel */
+	char *skip_prefix;        /* frames under this path are odebug's own */
+	PyObject *weakreflist;
+} KernelObject;
+
+typedef struct {
+	PyObject_HEAD
+	KernelObject *kernel;
+	odb_work *w;
+	PyObject *fn;
+	PyObject *name;
+} WorkObject;
+
+typedef struct {
+	PyObject_HEAD
+	KernelObject *kernel;
+	void *ptr;
+	Py_ssize_t len;
+} RawObject;
+
+static inline core_state *get_state(PyObject *module)
+{
+	return (core_state *)PyModule_GetState(module);
+}
+
+/* ---- errors ---------------------------------------------------------------------- */
+static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct odb_report *r);
+
+/* The one place where a C status becomes a Python exception.  Returns NULL. */
+static PyObject *odb_raise(KernelObject *self, int status)
+{
+	core_state *st = self->st;
+	const char *msg = self->k ? odb_strerror(self->k) : "";
+
+	switch (status) {
+	case ODB_EINVAL:
+		PyErr_SetString(st->InvalidArgument, msg[0] ? msg : "invalid argument");
+		break;
+	case ODB_ERANGE:
+		PyErr_SetString(st->InvalidArgument, msg[0] ? msg : "value out of range");
+		break;
+	case ODB_EFAULT:
+		PyErr_SetString(st->InvalidArgument, msg[0] ? msg : "address outside the kernel's memory");
+		break;
+	case ODB_ENOMEM:
+		PyErr_SetString(PyExc_MemoryError, msg[0] ? msg : "out of memory");
+		break;
+	case ODB_ENOENT:
+		PyErr_SetString(st->NotFound, msg[0] ? msg : "not found");
+		break;
+	case ODB_EBUSY:
+		PyErr_SetString(st->StateError, msg[0] ? msg : "busy");
+		break;
+	case ODB_ESTATE:
+		PyErr_SetString(st->StateError, msg[0] ? msg : "not valid in this state");
+		break;
+	case ODB_ECLOSED:
+		PyErr_SetString(st->ClosedError, "the kernel is closed");
+		break;
+	case ODB_EBUG: {
+		const struct odb_report *r = odb_last_bug(self->k);
+		PyObject *rep = r ? report_to_python(st, self->k, r) : NULL, *exc;
+
+		if (r)
+			odb_report_put(r);
+		if (r && !rep)
+			return NULL;
+		exc = PyObject_CallFunction(st->KernelBug, "s", r ? r->kind : "kernel bug");
+		if (exc) {
+			if (PyObject_SetAttrString(exc, "report", rep ? rep : Py_None) == 0)
+				PyErr_SetObject(st->KernelBug, exc);
+			Py_DECREF(exc);
+		}
+		Py_XDECREF(rep);
+		break;
+	}
+	default:
+		PyErr_Format(st->Error, "odebug error %d%s%s", status, msg[0] ? ": " : "", msg);
+	}
+	return NULL;
+}
+
+#define CHECK_OPEN(self) \
+	do { if (!(self)->k || odb_kernel_closed((self)->k)) \
+		return PyErr_SetString((self)->st->ClosedError, "the kernel is closed"), NULL; } while (0)
+
+/* ---- reports ------------------------------------------------------------------- */
+static PyObject *track_to_python(odb_kernel *k, const struct odb_track *t)
+{
+	char *stack = NULL;
+	PyObject *d;
+
+	if (t->handle) {
+		Py_BEGIN_ALLOW_THREADS
+		stack = odb_stack_text(k, t->handle);
+		Py_END_ALLOW_THREADS
+	}
+	d = Py_BuildValue("{s:K,s:i,s:i,s:K,s:I,s:s}",
+			  "addr", (unsigned long long)t->addr, "cpu", t->cpu, "pid", t->pid,
+			  "when", (unsigned long long)t->when, "handle", t->handle,
+			  "stack", stack ? stack : "");
+	odb_free(stack);
+	return d;
+}
+
+static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct odb_report *r)
+{
+	PyObject *d, *at = NULL, *ft = NULL, *res;
+
+	if (r->has_alloc_track && !(at = track_to_python(k, &r->alloc_track)))
+		return NULL;
+	if (r->has_free_track && !(ft = track_to_python(k, &r->free_track))) {
+		Py_XDECREF(at);
+		return NULL;
+	}
+	d = Py_BuildValue("{s:K,s:s,s:s,s:s,s:K,s:n,s:O,s:z,s:K,s:l,s:O,s:O}",
+			  "seq", (unsigned long long)r->seq,
+			  "subsystem", r->subsystem, "kind", r->kind, "text", r->text,
+			  "addr", (unsigned long long)r->addr, "size", (Py_ssize_t)r->size,
+			  "is_write", r->is_write < 0 ? Py_None : (r->is_write ? Py_True : Py_False),
+			  "cache", r->cache,
+			  "object", (unsigned long long)r->object, "offset", r->offset,
+			  "alloc_track", at ? at : Py_None, "free_track", ft ? ft : Py_None);
+	Py_XDECREF(at);
+	Py_XDECREF(ft);
+	if (!d || !st->report_factory)
+		return d;
+	res = PyObject_CallOneArg(st->report_factory, d);
+	Py_DECREF(d);
+	return res;
+}
+
+/* ---- the Python frame hook for the stack depot ---------------------------------------- */
+static bool py_frame_hook(void *ctx, char *buf, size_t len)
+{
+	KernelObject *self = ctx;
+	PyFrameObject *f;
+	bool found = false;
+
+	if (!PyGILState_Check())
+		return false;   /* C thread or GIL released: no Python caller to name */
+	f = PyEval_GetFrame();  /* borrowed */
+	Py_XINCREF(f);
+	while (f) {
+		PyCodeObject *code = PyFrame_GetCode(f);
+		const char *fn = PyUnicode_AsUTF8(code->co_filename);
+		PyFrameObject *back;
+
+		if (!fn) {
+			PyErr_Clear();
+			Py_DECREF(code);
+			break;
+		}
+		if (!self->skip_prefix || strncmp(fn, self->skip_prefix, strlen(self->skip_prefix))) {
+			const char *name = PyUnicode_AsUTF8(code->co_name);
+			const char *base = strrchr(fn, '/');
+			snprintf(buf, len, "%s:%d:%s", base ? base + 1 : fn,
+				 PyFrame_GetLineNumber(f), name ? name : "?");
+			if (!name)
+				PyErr_Clear();
+			found = true;
+			Py_DECREF(code);
+			break;
+		}
+		Py_DECREF(code);
+		back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	return found;
+}
+
+/* ---- Kernel ----------------------------------------------------------------------- */
+static int Kernel_init(KernelObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "cpus", "ram", "clock", "seed", "cmdline", "hz", "nr_cpus",
+				  "skip_prefix", NULL };
+	struct odb_config cfg;
+	unsigned int cpus = 2, hz = 0, nr_cpus = 0;
+	unsigned long long ram = 256ULL << 20, seed = 0;
+	const char *clock = "virtual", *cmdline = "", *skip = NULL;
+	char err[256];
+	odb_kernel *k = NULL;
+	int ret;
+
+	if (self->k) {
+		PyErr_SetString(PyExc_RuntimeError, "Kernel already initialised");
+		return -1;
+	}
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|IKsKsIIz", kwlist, &cpus, &ram, &clock,
+					 &seed, &cmdline, &hz, &nr_cpus, &skip))
+		return -1;
+	odb_config_init(&cfg);
+	cfg.cpus = cpus;
+	cfg.ram = ram;
+	cfg.seed = seed;
+	cfg.hz = hz;
+	cfg.nr_cpus = nr_cpus;
+	cfg.cmdline = cmdline;
+	if (!strcmp(clock, "virtual")) {
+		cfg.clock = ODB_CLOCK_VIRTUAL;
+	} else if (!strcmp(clock, "real")) {
+		cfg.clock = ODB_CLOCK_REAL;
+	} else {
+		PyErr_Format(self->st->InvalidArgument, "clock: must be 'virtual' or 'real', not '%s'", clock);
+		return -1;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kernel_create(&cfg, &k, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	if (ret) {
+		if (ret == ODB_ENOMEM)
+			PyErr_SetString(PyExc_MemoryError, err);
+		else
+			PyErr_SetString(self->st->InvalidArgument, err);
+		return -1;
+	}
+	if (skip) {
+		self->skip_prefix = strdup(skip);
+		if (!self->skip_prefix) {
+			odb_kernel_destroy(k);
+			PyErr_NoMemory();
+			return -1;
+		}
+	}
+	self->works = PyList_New(0);
+	if (!self->works) {
+		odb_kernel_destroy(k);
+		return -1;
+	}
+	self->k = k;
+	odb_set_frame_hook(k, py_frame_hook, self);
+	return 0;
+}
+
+static PyModuleDef core_module;
+
+static PyObject *Kernel_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	PyObject *mod = PyType_GetModuleByDef(type, &core_module);
+	KernelObject *self;
+
+	if (!mod)
+		return NULL;
+	self = (KernelObject *)type->tp_alloc(type, 0);
+	if (!self)
+		return NULL;
+	self->module = Py_NewRef(mod);
+	self->st = get_state(mod);
+	return (PyObject *)self;
+}
+
+static void kernel_close_nogil(KernelObject *self)
+{
+	if (self->k && !odb_kernel_closed(self->k)) {
+		Py_BEGIN_ALLOW_THREADS
+		odb_kernel_close(self->k);
+		Py_END_ALLOW_THREADS
+	}
+}
+
+static int Kernel_traverse(KernelObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(Py_TYPE(self));
+	Py_VISIT(self->works);
+	return 0;
+}
+
+static int Kernel_clear(KernelObject *self)
+{
+	Py_CLEAR(self->works);
+	return 0;
+}
+
+static void Kernel_dealloc(KernelObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	if (self->weakreflist)
+		PyObject_ClearWeakRefs((PyObject *)self);
+	kernel_close_nogil(self);
+	Kernel_clear(self);
+	if (self->k) {
+		odb_kernel *k = self->k;
+		self->k = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		odb_kernel_destroy(k);
+		Py_END_ALLOW_THREADS
+	}
+	free(self->skip_prefix);
+	Py_CLEAR(self->module);
+	tp->tp_free(self);
+	Py_DECREF(tp);
+}
+
+static PyObject *Kernel_close(KernelObject *self, PyObject *unused)
+{
+	kernel_close_nogil(self);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_get_closed(KernelObject *self, void *c)
+{
+	return PyBool_FromLong(!self->k || odb_kernel_closed(self->k));
+}
+
+static PyObject *Kernel_bind_cpu(KernelObject *self, PyObject *arg)
+{
+	int cpu = _PyLong_AsInt(arg), old = -1, ret;
+
+	if (cpu == -1 && PyErr_Occurred())
+		return NULL;
+	CHECK_OPEN(self);
+	ret = odb_bind_cpu(self->k, cpu, &old);
+	if (ret)
+		return odb_raise(self, ret);
+	return PyLong_FromLong(old);
+}
+
+static PyObject *Kernel_current_cpu(KernelObject *self, PyObject *unused)
+{
+	CHECK_OPEN(self);
+	return PyLong_FromLong(odb_current_cpu(self->k));
+}
+
+static PyObject *Kernel_current_pid(KernelObject *self, PyObject *unused)
+{
+	CHECK_OPEN(self);
+	return PyLong_FromLong(odb_current_pid(self->k));
+}
+
+static PyObject *Kernel_set_comm(KernelObject *self, PyObject *arg)
+{
+	const char *s = PyUnicode_AsUTF8(arg);
+
+	if (!s)
+		return NULL;
+	CHECK_OPEN(self);
+	odb_set_comm(self->k, s);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_advance(KernelObject *self, PyObject *arg)
+{
+	unsigned long long ns = PyLong_AsUnsignedLongLong(arg);
+	int ret;
+
+	if (ns == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	CHECK_OPEN(self);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_advance(self->k, ns);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(self, ret);
+	Py_RETURN_NONE;
+}
+
+#define KERNEL_U64_GETTER(name, expr) \
+	static PyObject *Kernel_get_##name(KernelObject *self, void *c) \
+	{ CHECK_OPEN(self); return PyLong_FromUnsignedLongLong((unsigned long long)(expr)); }
+
+KERNEL_U64_GETTER(hz, odb_hz(self->k))
+KERNEL_U64_GETTER(jiffies, odb_jiffies(self->k))
+KERNEL_U64_GETTER(now_ns, odb_now_ns(self->k))
+KERNEL_U64_GETTER(nr_cpus, odb_nr_cpus(self->k))
+KERNEL_U64_GETTER(config_nr_cpus, odb_config_nr_cpus(self->k))
+KERNEL_U64_GETTER(totalram_pages, odb_totalram_pages(self->k))
+KERNEL_U64_GETTER(nr_free_pages, odb_nr_free_pages(self->k))
+KERNEL_U64_GETTER(arena_start, odb_arena_start(self->k))
+KERNEL_U64_GETTER(arena_end, odb_arena_end(self->k))
+KERNEL_U64_GETTER(report_count, odb_report_count(self->k))
+KERNEL_U64_GETTER(reports_dropped, odb_reports_dropped(self->k))
+KERNEL_U64_GETTER(stack_depot_count, odb_stack_depot_count(self->k))
+
+static PyObject *Kernel_get_clock(KernelObject *self, void *c)
+{
+	CHECK_OPEN(self);
+	return PyUnicode_FromString(odb_clock(self->k) == ODB_CLOCK_REAL ? "real" : "virtual");
+}
+
+static PyObject *Kernel_get_cmdline(KernelObject *self, void *c)
+{
+	if (!self->k)
+		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
+	return PyUnicode_FromString(odb_cmdline(self->k));
+}
+
+static PyObject *Kernel_param(KernelObject *self, PyObject *arg)
+{
+	const char *name = PyUnicode_AsUTF8(arg);
+	char *v;
+	PyObject *res;
+
+	if (!name)
+		return NULL;
+	CHECK_OPEN(self);
+	v = odb_param_get(self->k, name);
+	if (!v)
+		return PyErr_Format(self->st->NotFound, "no boot parameter '%s'", name), NULL;
+	res = PyUnicode_FromString(v);
+	odb_free(v);
+	return res;
+}
+
+static PyObject *Kernel_alloc_pages(KernelObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "order", "gfp", NULL };
+	unsigned int order = 0, gfp = ODB_GFP_KERNEL;
+	odb_addr_t addr;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|II", kwlist, &order, &gfp))
+		return NULL;
+	CHECK_OPEN(self);
+	ret = odb_alloc_pages(self->k, gfp, order, &addr);
+	if (ret == ODB_ENOMEM)
+		Py_RETURN_NONE;   /* allocation failure is a normal outcome */
+	if (ret)
+		return odb_raise(self, ret);
+	return PyLong_FromUnsignedLongLong(addr);
+}
+
+static PyObject *Kernel_free_pages(KernelObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "addr", "order", NULL };
+	unsigned long long addr;
+	unsigned int order = 0;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "K|I", kwlist, &addr, &order))
+		return NULL;
+	CHECK_OPEN(self);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_free_pages(self->k, addr, order);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(self, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_raw(KernelObject *self, PyObject *args)
+{
+	unsigned long long addr;
+	Py_ssize_t n;
+	void *p;
+	RawObject *r;
+	PyObject *mv;
+
+	if (!PyArg_ParseTuple(args, "Kn", &addr, &n))
+		return NULL;
+	if (!self->k)
+		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
+	if (n < 0)
+		return PyErr_Format(self->st->InvalidArgument, "raw: negative length %zd", n), NULL;
+	p = odb_host_ptr(self->k, addr, (size_t)n);
+	if (!p)
+		return PyErr_Format(self->st->InvalidArgument,
+				    "raw: [0x%llx, +%zd) is outside the kernel's memory", addr, n), NULL;
+	r = PyObject_GC_New(RawObject, (PyTypeObject *)self->st->RawType);
+	if (!r)
+		return NULL;
+	r->kernel = (KernelObject *)Py_NewRef(self);
+	r->ptr = p;
+	r->len = n;
+	PyObject_GC_Track(r);
+	mv = PyMemoryView_FromObject((PyObject *)r);
+	Py_DECREF(r);
+	return mv;
+}
+
+static PyObject *fault_dict(const struct odb_fault_attr_info *i)
+{
+	return Py_BuildValue("{s:k,s:k,s:l,s:l,s:k,s:k,s:k}", "probability", i->probability,
+			     "interval", i->interval, "times", i->times, "space", i->space,
+			     "verbose", i->verbose, "calls", i->calls, "failures", i->failures);
+}
+
+static PyObject *Kernel_fault_get(KernelObject *self, PyObject *arg)
+{
+	const char *name = PyUnicode_AsUTF8(arg);
+	struct odb_fault_attr_info info;
+	int ret;
+
+	if (!name)
+		return NULL;
+	CHECK_OPEN(self);
+	ret = odb_fault_get(self->k, name, &info);
+	if (ret)
+		return odb_raise(self, ret);
+	return fault_dict(&info);
+}
+
+static PyObject *Kernel_fault_set(KernelObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", "probability", "interval", "times", "space", "verbose", NULL };
+	const char *name;
+	unsigned long probability, interval = 1, verbose = 0;
+	long times = -1, space = 0;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sk|kllk", kwlist, &name, &probability,
+					 &interval, &times, &space, &verbose))
+		return NULL;
+	CHECK_OPEN(self);
+	ret = odb_fault_set(self->k, name, probability, interval, times, space, verbose);
+	if (ret)
+		return odb_raise(self, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_fault_set_flag(KernelObject *self, PyObject *args)
+{
+	const char *name, *knob;
+	unsigned long v;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "ssk", &name, &knob, &v))
+		return NULL;
+	CHECK_OPEN(self);
+	ret = odb_fault_set_flag(self->k, name, knob, v);
+	if (ret)
+		return odb_raise(self, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_dmesg(KernelObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "clear", NULL };
+	int clear = 0;
+	char *s;
+	PyObject *res;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kwlist, &clear))
+		return NULL;
+	if (!self->k)
+		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
+	Py_BEGIN_ALLOW_THREADS
+	s = odb_dmesg(self->k, clear);
+	Py_END_ALLOW_THREADS
+	if (!s)
+		return PyErr_NoMemory();
+	res = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+	odb_free(s);
+	return res;
+}
+
+static PyObject *Kernel_printk(KernelObject *self, PyObject *arg)
+{
+	const char *s = PyUnicode_AsUTF8(arg);
+
+	if (!s)
+		return NULL;
+	CHECK_OPEN(self);
+	odb_printk(self->k, "%s", s);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_reports(KernelObject *self, PyObject *args)
+{
+	Py_ssize_t start = 0, n;
+	PyObject *list;
+
+	if (!PyArg_ParseTuple(args, "|n", &start))
+		return NULL;
+	if (!self->k)
+		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
+	if (start < 0)
+		start = 0;
+	n = (Py_ssize_t)odb_report_count(self->k);
+	list = PyList_New(0);
+	if (!list)
+		return NULL;
+	for (Py_ssize_t i = start; i < n; i++) {
+		const struct odb_report *r = odb_report_get(self->k, (size_t)i);
+		PyObject *o;
+
+		if (!r)
+			break;
+		o = report_to_python(self->st, self->k, r);
+		odb_report_put(r);
+		if (!o || PyList_Append(list, o)) {
+			Py_XDECREF(o);
+			Py_DECREF(list);
+			return NULL;
+		}
+		Py_DECREF(o);
+	}
+	return list;
+}
+
+static PyObject *Kernel_clear_reports(KernelObject *self, PyObject *unused)
+{
+	if (!self->k)
+		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
+	Py_BEGIN_ALLOW_THREADS
+	odb_reports_clear(self->k);
+	Py_END_ALLOW_THREADS
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_report(KernelObject *self, PyObject *args)
+{
+	const char *ss, *kind, *text = "";
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "ss|s", &ss, &kind, &text))
+		return NULL;
+	CHECK_OPEN(self);
+	ret = odb_report_simple(self->k, ss, kind, text);
+	if (ret)
+		return odb_raise(self, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_stack_save(KernelObject *self, PyObject *unused)
+{
+	CHECK_OPEN(self);
+	return PyLong_FromUnsignedLong(odb_stack_save(self->k, 0));
+}
+
+static PyObject *Kernel_stack_text(KernelObject *self, PyObject *arg)
+{
+	unsigned long h = PyLong_AsUnsignedLong(arg);
+	char *s;
+	PyObject *res;
+
+	if (h == (unsigned long)-1 && PyErr_Occurred())
+		return NULL;
+	if (!self->k)
+		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
+	if (h > UINT32_MAX)
+		return PyErr_Format(self->st->InvalidArgument, "stack handle %lu out of range", h), NULL;
+	Py_BEGIN_ALLOW_THREADS
+	s = odb_stack_text(self->k, (uint32_t)h);
+	Py_END_ALLOW_THREADS
+	if (!s)
+		return PyErr_Format(self->st->NotFound, "no stack with handle %lu", h), NULL;
+	res = PyUnicode_FromString(s);
+	odb_free(s);
+	return res;
+}
+
+/* ---- Work ------------------------------------------------------------------------ */
+static void work_trampoline(odb_kernel *k, void *arg)
+{
+	WorkObject *w = arg;
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *r = PyObject_CallNoArgs(w->fn);
+
+	if (!r)
+		PyErr_WriteUnraisable(w->fn);
+	Py_XDECREF(r);
+	PyGILState_Release(g);
+}
+
+static PyObject *Kernel_work(KernelObject *self, PyObject *args)
+{
+	PyObject *fn, *name = NULL;
+	WorkObject *w;
+
+	if (!PyArg_ParseTuple(args, "O|U", &fn, &name))
+		return NULL;
+	if (!PyCallable_Check(fn))
+		return PyErr_SetString(PyExc_TypeError, "work: fn must be callable"), NULL;
+	CHECK_OPEN(self);
+	w = PyObject_GC_New(WorkObject, (PyTypeObject *)self->st->WorkType);
+	if (!w)
+		return NULL;
+	w->kernel = (KernelObject *)Py_NewRef(self);
+	w->fn = Py_NewRef(fn);
+	w->name = name ? Py_NewRef(name) : PyObject_Repr(fn);
+	w->w = odb_work_create(self->k, work_trampoline, w);
+	PyObject_GC_Track(w);
+	if (!w->name || !w->w || PyList_Append(self->works, (PyObject *)w)) {
+		if (!w->w && !PyErr_Occurred())
+			PyErr_NoMemory();
+		Py_DECREF(w);
+		return NULL;
+	}
+	return (PyObject *)w;
+}
+
+static int Work_traverse(WorkObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(Py_TYPE(self));
+	Py_VISIT(self->kernel);
+	Py_VISIT(self->fn);
+	Py_VISIT(self->name);
+	return 0;
+}
+
+static int Work_clear(WorkObject *self)
+{
+	/* The C item must be gone before fn can go: cancel it first. */
+	if (self->w && self->kernel && self->kernel->k) {
+		odb_work *cw = self->w;
+		odb_kernel *k = self->kernel->k;
+		self->w = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		odb_work_destroy(k, cw);
+		Py_END_ALLOW_THREADS
+	}
+	Py_CLEAR(self->fn);
+	Py_CLEAR(self->name);
+	Py_CLEAR(self->kernel);
+	return 0;
+}
+
+static void Work_dealloc(WorkObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	Work_clear(self);
+	tp->tp_free(self);
+	Py_DECREF(tp);
+}
+
+#define WORK_READY(self) \
+	do { if (!(self)->w || !(self)->kernel || !(self)->kernel->k) \
+		return PyErr_SetString(PyExc_RuntimeError, "work item is gone"), NULL; } while (0)
+
+static PyObject *Work_schedule(WorkObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "delay", NULL };
+	unsigned long long delay = 0;
+	bool q;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|K", kwlist, &delay))
+		return NULL;
+	WORK_READY(self);
+	CHECK_OPEN(self->kernel);
+	q = odb_schedule_delayed_work(self->kernel->k, self->w, delay);
+	return PyBool_FromLong(q);
+}
+
+static PyObject *Work_cancel(WorkObject *self, PyObject *unused)
+{
+	bool r;
+
+	WORK_READY(self);
+	Py_BEGIN_ALLOW_THREADS
+	r = odb_cancel_work(self->kernel->k, self->w);
+	Py_END_ALLOW_THREADS
+	return PyBool_FromLong(r);
+}
+
+static PyObject *Work_flush(WorkObject *self, PyObject *unused)
+{
+	bool r;
+
+	WORK_READY(self);
+	CHECK_OPEN(self->kernel);
+	Py_BEGIN_ALLOW_THREADS
+	r = odb_flush_work(self->kernel->k, self->w);
+	Py_END_ALLOW_THREADS
+	return PyBool_FromLong(r);
+}
+
+static PyObject *Work_get_pending(WorkObject *self, void *c)
+{
+	WORK_READY(self);
+	return PyBool_FromLong(odb_work_pending(self->kernel->k, self->w));
+}
+
+static PyObject *Work_get_due(WorkObject *self, void *c)
+{
+	WORK_READY(self);
+	if (!odb_work_pending(self->kernel->k, self->w))
+		Py_RETURN_NONE;
+	return PyLong_FromUnsignedLongLong(odb_work_due(self->kernel->k, self->w));
+}
+
+static PyObject *Work_repr(WorkObject *self)
+{
+	return PyUnicode_FromFormat("<odebug work %R>", self->name ? self->name : Py_None);
+}
+
+/* ---- Raw (buffer over kernel memory) ----------------------------------------------- */
+static int Raw_getbuffer(RawObject *self, Py_buffer *view, int flags)
+{
+	return PyBuffer_FillInfo(view, (PyObject *)self, self->ptr, self->len, 0, flags);
+}
+
+static int Raw_traverse(RawObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(Py_TYPE(self));
+	Py_VISIT(self->kernel);
+	return 0;
+}
+
+static int Raw_clear(RawObject *self)
+{
+	Py_CLEAR(self->kernel);
+	return 0;
+}
+
+static void Raw_dealloc(RawObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	Raw_clear(self);
+	tp->tp_free(self);
+	Py_DECREF(tp);
+}
+
+/* ---- type specs ------------------------------------------------------------------- */
+static PyMethodDef Kernel_methods[] = {
+	{ "close", (PyCFunction)Kernel_close, METH_NOARGS, "Stop the worker and refuse further calls." },
+	{ "bind_cpu", (PyCFunction)Kernel_bind_cpu, METH_O, "Bind the calling thread to a vCPU (-1 unbinds); returns the old binding." },
+	{ "current_cpu", (PyCFunction)Kernel_current_cpu, METH_NOARGS, "smp_processor_id() of the calling thread." },
+	{ "current_pid", (PyCFunction)Kernel_current_pid, METH_NOARGS, "The calling thread's task id." },
+	{ "set_comm", (PyCFunction)Kernel_set_comm, METH_O, "Set the calling thread's task name." },
+	{ "advance", (PyCFunction)Kernel_advance, METH_O, "Advance the virtual clock by ns, running due work." },
+	{ "param", (PyCFunction)Kernel_param, METH_O, "Current value of a boot parameter." },
+	{ "alloc_pages", (PyCFunction)(void (*)(void))Kernel_alloc_pages, METH_VARARGS | METH_KEYWORDS, "alloc_pages(order=0, gfp=GFP_KERNEL) -> address or None." },
+	{ "free_pages", (PyCFunction)(void (*)(void))Kernel_free_pages, METH_VARARGS | METH_KEYWORDS, "__free_pages(addr, order=0)." },
+	{ "raw", (PyCFunction)Kernel_raw, METH_VARARGS, "Unchecked writable memoryview of kernel memory." },
+	{ "fault_get", (PyCFunction)Kernel_fault_get, METH_O, "State of a fault_attr as a dict." },
+	{ "fault_set", (PyCFunction)(void (*)(void))Kernel_fault_set, METH_VARARGS | METH_KEYWORDS, "Set a fault_attr's knobs." },
+	{ "fault_set_flag", (PyCFunction)Kernel_fault_set_flag, METH_VARARGS, "Set a fault_attr's debugfs extra knob." },
+	{ "dmesg", (PyCFunction)(void (*)(void))Kernel_dmesg, METH_VARARGS | METH_KEYWORDS, "The kernel log as text." },
+	{ "printk", (PyCFunction)Kernel_printk, METH_O, "printk a message." },
+	{ "reports", (PyCFunction)Kernel_reports, METH_VARARGS, "Reports from index start on." },
+	{ "clear_reports", (PyCFunction)Kernel_clear_reports, METH_NOARGS, "Forget all reports." },
+	{ "report", (PyCFunction)Kernel_report, METH_VARARGS, "Publish a report (subsystem, kind, text)." },
+	{ "stack_save", (PyCFunction)Kernel_stack_save, METH_NOARGS, "stack_depot_save() of the calling context." },
+	{ "stack_text", (PyCFunction)Kernel_stack_text, METH_O, "A depot stack as the kernel prints it." },
+	{ "work", (PyCFunction)Kernel_work, METH_VARARGS, "work(fn, name=None) -> Work: a delayed work item running fn()." },
+	{ NULL }
+};
+
+static PyGetSetDef Kernel_getset[] = {
+	{ "closed", (getter)Kernel_get_closed, NULL, NULL, NULL },
+	{ "hz", (getter)Kernel_get_hz, NULL, NULL, NULL },
+	{ "jiffies", (getter)Kernel_get_jiffies, NULL, NULL, NULL },
+	{ "now_ns", (getter)Kernel_get_now_ns, NULL, NULL, NULL },
+	{ "nr_cpus", (getter)Kernel_get_nr_cpus, NULL, NULL, NULL },
+	{ "config_nr_cpus", (getter)Kernel_get_config_nr_cpus, NULL, NULL, NULL },
+	{ "totalram_pages", (getter)Kernel_get_totalram_pages, NULL, NULL, NULL },
+	{ "nr_free_pages", (getter)Kernel_get_nr_free_pages, NULL, NULL, NULL },
+	{ "arena_start", (getter)Kernel_get_arena_start, NULL, NULL, NULL },
+	{ "arena_end", (getter)Kernel_get_arena_end, NULL, NULL, NULL },
+	{ "report_count", (getter)Kernel_get_report_count, NULL, NULL, NULL },
+	{ "reports_dropped", (getter)Kernel_get_reports_dropped, NULL, NULL, NULL },
+	{ "stack_depot_count", (getter)Kernel_get_stack_depot_count, NULL, NULL, NULL },
+	{ "clock", (getter)Kernel_get_clock, NULL, NULL, NULL },
+	{ "cmdline", (getter)Kernel_get_cmdline, NULL, NULL, NULL },
+	{ NULL }
+};
+
+static PyMemberDef Kernel_members[] = {
+	{ "__weaklistoffset__", T_PYSSIZET, offsetof(KernelObject, weakreflist), READONLY, NULL },
+	{ NULL }
+};
+
+static PyType_Slot Kernel_slots[] = {
+	{ Py_tp_new, Kernel_tp_new },
+	{ Py_tp_init, Kernel_init },
+	{ Py_tp_dealloc, Kernel_dealloc },
+	{ Py_tp_traverse, Kernel_traverse },
+	{ Py_tp_clear, Kernel_clear },
+	{ Py_tp_methods, Kernel_methods },
+	{ Py_tp_getset, Kernel_getset },
+	{ Py_tp_members, Kernel_members },
+	{ Py_tp_doc, "The C kernel instance (use odebug.Kernel)." },
+	{ 0, NULL }
+};
+
+static PyType_Spec Kernel_spec = {
+	.name = "odebug._core.Kernel",
+	.basicsize = sizeof(KernelObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+	.slots = Kernel_slots,
+};
+
+static PyMethodDef Work_methods[] = {
+	{ "schedule", (PyCFunction)(void (*)(void))Work_schedule, METH_VARARGS | METH_KEYWORDS,
+	  "schedule(delay=0) -> bool: schedule_delayed_work (delay in jiffies); False if already pending." },
+	{ "cancel", (PyCFunction)Work_cancel, METH_NOARGS, "cancel_delayed_work_sync -> True if it was pending." },
+	{ "flush", (PyCFunction)Work_flush, METH_NOARGS, "flush_delayed_work -> True if it ran or was waited for." },
+	{ NULL }
+};
+
+static PyGetSetDef Work_getset[] = {
+	{ "pending", (getter)Work_get_pending, NULL, NULL, NULL },
+	{ "due", (getter)Work_get_due, NULL, "jiffies at which it falls due, None if not pending", NULL },
+	{ NULL }
+};
+
+static PyType_Slot Work_slots[] = {
+	{ Py_tp_dealloc, Work_dealloc },
+	{ Py_tp_traverse, Work_traverse },
+	{ Py_tp_clear, Work_clear },
+	{ Py_tp_methods, Work_methods },
+	{ Py_tp_getset, Work_getset },
+	{ Py_tp_repr, Work_repr },
+	{ Py_tp_doc, "A delayed work item on a kernel's workqueue." },
+	{ 0, NULL }
+};
+
+static PyType_Spec Work_spec = {
+	.name = "odebug._core.Work",
+	.basicsize = sizeof(WorkObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+	.slots = Work_slots,
+};
+
+static PyType_Slot Raw_slots[] = {
+	{ Py_bf_getbuffer, Raw_getbuffer },
+	{ Py_tp_dealloc, Raw_dealloc },
+	{ Py_tp_traverse, Raw_traverse },
+	{ Py_tp_clear, Raw_clear },
+	{ 0, NULL }
+};
+
+static PyType_Spec Raw_spec = {
+	.name = "odebug._core.RawRegion",
+	.basicsize = sizeof(RawObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+	.slots = Raw_slots,
+};
+
+/* ---- module ---------------------------------------------------------------------- */
+static PyObject *set_report_factory(PyObject *module, PyObject *fn)
+{
+	core_state *st = get_state(module);
+
+	if (fn != Py_None && !PyCallable_Check(fn))
+		return PyErr_SetString(PyExc_TypeError, "report factory must be callable or None"), NULL;
+	Py_XSETREF(st->report_factory, fn == Py_None ? NULL : Py_NewRef(fn));
+	Py_RETURN_NONE;
+}
+
+static PyObject *build_info(PyObject *module, PyObject *unused)
+{
+	return Py_BuildValue("{s:s,s:i,s:i,s:K}",
+#if defined(__SANITIZE_ADDRESS__)
+			     "sanitizer", "address",
+#elif defined(__SANITIZE_THREAD__)
+			     "sanitizer", "thread",
+#else
+			     "sanitizer", "",
+#endif
+			     "max_cpus", ODB_MAX_CPUS, "max_order", ODB_MAX_ORDER,
+			     "page_offset", (unsigned long long)ODB_PAGE_OFFSET);
+}
+
+static PyMethodDef module_methods[] = {
+	{ "_set_report_factory", set_report_factory, METH_O, "Set the callable that turns report dicts into Reports." },
+	{ "_build_info", build_info, METH_NOARGS, "Build facts: sanitizer, limits." },
+	{ NULL }
+};
+
+static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *bases, const char *doc)
+{
+	*slot = PyErr_NewExceptionWithDoc(name, doc, bases, NULL);
+	if (!*slot)
+		return -1;
+	return PyModule_AddObjectRef(m, strrchr(name, '.') + 1, *slot);
+}
+
+static int core_exec(PyObject *m)
+{
+	core_state *st = get_state(m);
+	PyObject *b;
+	int ret;
+
+	st->KernelType = PyType_FromModuleAndSpec(m, &Kernel_spec, NULL);
+	st->WorkType = PyType_FromModuleAndSpec(m, &Work_spec, NULL);
+	st->RawType = PyType_FromModuleAndSpec(m, &Raw_spec, NULL);
+	if (!st->KernelType || !st->WorkType || !st->RawType)
+		return -1;
+	if (PyModule_AddObjectRef(m, "Kernel", st->KernelType) ||
+	    PyModule_AddObjectRef(m, "Work", st->WorkType))
+		return -1;
+	if (add_exc(m, &st->Error, "odebug.Error", NULL, "Base class of odebug's errors."))
+		return -1;
+	b = PyTuple_Pack(2, st->Error, PyExc_ValueError);
+	ret = b ? add_exc(m, &st->InvalidArgument, "odebug.InvalidArgument", b,
+			  "A bad argument (also a ValueError).") : -1;
+	Py_XDECREF(b);
+	if (ret)
+		return -1;
+	b = PyTuple_Pack(2, st->Error, PyExc_RuntimeError);
+	ret = b ? add_exc(m, &st->ClosedError, "odebug.ClosedError", b, "The kernel is closed.") : -1;
+	if (!ret)
+		ret = add_exc(m, &st->StateError, "odebug.StateError", b, "Call not valid in this state.");
+	Py_XDECREF(b);
+	if (ret)
+		return -1;
+	b = PyTuple_Pack(2, st->Error, PyExc_LookupError);
+	ret = b ? add_exc(m, &st->NotFound, "odebug.NotFound", b, "No such object.") : -1;
+	Py_XDECREF(b);
+	if (ret)
+		return -1;
+	if (add_exc(m, &st->KernelBug, "odebug.KernelBug", st->Error,
+		    "A kernel report under panic_on_warn / kasan.fault=panic; .report holds it."))
+		return -1;
+#define ADD_INT(name, v) if (PyModule_AddIntConstant(m, name, v)) return -1
+	ADD_INT("GFP_KERNEL", ODB_GFP_KERNEL);
+	ADD_INT("GFP_ATOMIC", ODB_GFP_ATOMIC);
+	ADD_INT("GFP_NOWAIT", ODB_GFP_NOWAIT);
+	ADD_INT("__GFP_ZERO", ODB_GFP_ZERO);
+	ADD_INT("__GFP_NOWARN", ODB_GFP_NOWARN);
+	ADD_INT("__GFP_NOFAIL", ODB_GFP_NOFAIL);
+	ADD_INT("__GFP_HIGHMEM", ODB_GFP_HIGHMEM);
+	ADD_INT("__GFP_DIRECT_RECLAIM", ODB_GFP_DIRECT_RECLAIM);
+	ADD_INT("PAGE_SIZE", (long)ODB_PAGE_SIZE);
+	ADD_INT("PAGE_SHIFT", ODB_PAGE_SHIFT);
+	ADD_INT("MAX_PAGE_ORDER", ODB_MAX_ORDER);
+#undef ADD_INT
+	return 0;
+}
+
+static int core_traverse(PyObject *m, visitproc visit, void *arg)
+{
+	core_state *st = get_state(m);
+	Py_VISIT(st->KernelType);
+	Py_VISIT(st->WorkType);
+	Py_VISIT(st->RawType);
+	Py_VISIT(st->Error);
+	Py_VISIT(st->InvalidArgument);
+	Py_VISIT(st->ClosedError);
+	Py_VISIT(st->StateError);
+	Py_VISIT(st->NotFound);
+	Py_VISIT(st->KernelBug);
+	Py_VISIT(st->report_factory);
+	return 0;
+}
+
+static int core_clear(PyObject *m)
+{
+	core_state *st = get_state(m);
+	Py_CLEAR(st->KernelType);
+	Py_CLEAR(st->WorkType);
+	Py_CLEAR(st->RawType);
+	Py_CLEAR(st->Error);
+	Py_CLEAR(st->InvalidArgument);
+	Py_CLEAR(st->ClosedError);
+	Py_CLEAR(st->StateError);
+	Py_CLEAR(st->NotFound);
+	Py_CLEAR(st->KernelBug);
+	Py_CLEAR(st->report_factory);
+	return 0;
+}
+
+static void core_free(void *m) { core_clear((PyObject *)m); }
+
+static PyModuleDef_Slot core_slots[] = {
+	{ Py_mod_exec, core_exec },
+#ifdef Py_mod_multiple_interpreters
+	{ Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED },
+#endif
+	{ 0, NULL }
+};
+
+static PyModuleDef core_module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "odebug._core",
+	.m_doc = "The CPython binding of odebug's C core.",
+	.m_size = sizeof(core_state),
+	.m_methods = module_methods,
+	.m_slots = core_slots,
+	.m_traverse = core_traverse,
+	.m_clear = core_clear,
+	.m_free = core_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+	return PyModuleDef_Init(&core_module);
+}

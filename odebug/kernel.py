@@ -1,0 +1,218 @@
+"""The Kernel facade: one simulated kernel instance and its environment."""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import threading
+import weakref
+from typing import Callable, Iterator, List, Optional, Union
+
+from . import _core
+from .report import Report
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+_live: "weakref.WeakSet[Kernel]" = weakref.WeakSet()
+
+
+def parse_size(value: Union[int, str], what: str = "size") -> int:
+    """Bytes from an int or a kernel-style size string ("256M", "4G", "1T", "4096")."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what}: expected bytes or a size string, not bool")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{what}: negative size {value}")
+        return value
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if not m:
+            raise ValueError(f"{what}: cannot parse size {value!r} (use e.g. 4096, '256M', '4G')")
+        return int(m.group(1)) * _UNITS[m.group(2).lower()]
+    raise TypeError(f"{what}: expected bytes or a size string, not {type(value).__name__}")
+
+
+@atexit.register
+def _close_all() -> None:
+    for k in list(_live):
+        try:
+            k.close()
+        except Exception:  # pragma: no cover - best effort at exit
+            pass
+
+
+class ExpectedReports:
+    """What ``Kernel.expect_report`` matched: ``.reports`` after the block."""
+
+    def __init__(self) -> None:
+        self.reports: List[Report] = []
+
+    @property
+    def report(self) -> Report:
+        return self.reports[0]
+
+
+class Kernel(_core.Kernel):
+    """A simulated kernel: vCPUs, clock, RAM, log and reports, and (in later rooms)
+    the slab allocator, KASAN and debug objects.
+
+    ``Kernel(cmdline="slub_debug=FZPU", cpus=2, ram="256M", clock="virtual", seed=0)``
+
+    The command line takes kernel-style parameters (``key``, ``key=value``,
+    ``key="quoted value"``); unknown ones are listed in dmesg as the kernel does,
+    and a malformed value raises ``ValueError`` naming the parameter.
+    """
+
+    #: INITIAL_JIFFIES of this kernel's HZ (jiffies at boot)
+    INITIAL_JIFFIES: int
+
+    def __init__(self, cmdline: str = "", *, cpus: int = 2, ram: Union[int, str] = "256M",
+                 clock: str = "virtual", seed: int = 0, hz: Optional[int] = None,
+                 nr_cpus: Optional[int] = None) -> None:
+        if not isinstance(cmdline, str):
+            raise TypeError(f"cmdline: expected str, not {type(cmdline).__name__}")
+        if not isinstance(cpus, int) or isinstance(cpus, bool):
+            raise TypeError(f"cpus: expected int, not {type(cpus).__name__}")
+        if not 1 <= cpus <= _core._build_info()["max_cpus"]:
+            raise ValueError(f"cpus: must be between 1 and {_core._build_info()['max_cpus']}, not {cpus}")
+        if clock not in ("virtual", "real"):
+            raise ValueError(f"clock: must be 'virtual' or 'real', not {clock!r}")
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed: expected a non-negative int, not {seed!r}")
+        if hz is not None and (not isinstance(hz, int) or not 1 <= hz <= 100000):
+            raise ValueError(f"hz: expected 1..100000, not {hz!r}")
+        if nr_cpus is not None and (not isinstance(nr_cpus, int) or nr_cpus < cpus):
+            raise ValueError(f"nr_cpus: expected an int >= cpus, not {nr_cpus!r}")
+        super().__init__(cpus=cpus, ram=parse_size(ram, "ram"), clock=clock,
+                         seed=seed & ((1 << 64) - 1), cmdline=cmdline, hz=hz or 0,
+                         nr_cpus=nr_cpus or 0, skip_prefix=_PKG_DIR)
+        self.INITIAL_JIFFIES = (-300 * self.hz) & 0xFFFFFFFF
+        _live.add(self)
+
+    # -- lifetime ---------------------------------------------------------------
+    def __enter__(self) -> "Kernel":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.nr_cpus} vCPUs, {self.clock} clock"
+        return f"<odebug.Kernel {state}>"
+
+    # -- vCPUs ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def on_cpu(self, cpu: int) -> Iterator[int]:
+        """Run the block with the calling thread bound to vCPU ``cpu``."""
+        old = self.bind_cpu(cpu)
+        try:
+            yield cpu
+        finally:
+            if not self.closed:
+                self.bind_cpu(old)
+
+    @contextlib.contextmanager
+    def _cpu(self, cpu: Optional[int]) -> Iterator[None]:
+        if cpu is None:
+            yield
+            return
+        with self.on_cpu(cpu):
+            yield
+
+    @property
+    def cpu(self) -> int:
+        """smp_processor_id() of the calling thread."""
+        return self.current_cpu()
+
+    @property
+    def pid(self) -> int:
+        """The calling thread's task id in this kernel."""
+        return self.current_pid()
+
+    # -- time ---------------------------------------------------------------------
+    @property
+    def HZ(self) -> int:
+        return self.hz
+
+    def advance(self, ms: float = 0, us: float = 0, ns: int = 0) -> None:  # type: ignore[override]
+        """Move the virtual clock forward, running every work item that falls due
+        (in due order, in this thread).  Only with ``clock="virtual"``."""
+        total = int(ms * 1_000_000) + int(us * 1_000) + int(ns)
+        if total < 0:
+            raise ValueError(f"advance: time cannot go backwards ({total} ns)")
+        super().advance(total)
+
+    def msecs_to_jiffies(self, ms: int) -> int:
+        """msecs_to_jiffies(): rounds up."""
+        return -(-ms * self.hz // 1000)
+
+    # -- memory -------------------------------------------------------------------
+    def alloc_pages(self, order: int = 0, gfp: int = _core.GFP_KERNEL, *,  # type: ignore[override]
+                    cpu: Optional[int] = None) -> Optional[int]:
+        """alloc_pages(): the block's address, or None when the allocation fails."""
+        _check_order(order)
+        with self._cpu(cpu):
+            return super().alloc_pages(order, gfp)
+
+    def free_pages(self, addr: int, order: int = 0, *,  # type: ignore[override]
+                   cpu: Optional[int] = None) -> None:
+        """__free_pages(): ValueError if addr is not an allocated block of that order."""
+        _check_addr(addr)
+        _check_order(order)
+        with self._cpu(cpu):
+            super().free_pages(addr, order)
+
+    # -- fault injection ------------------------------------------------------------
+    def fault(self, name: str) -> dict:
+        """State of ``failslab`` or ``fail_page_alloc``: knobs and call/failure counts."""
+        return self.fault_get(name)
+
+    def set_fault(self, name: str, *, probability: int, interval: int = 1, times: int = -1,
+                  space: int = 0, verbose: int = 0) -> None:
+        """Set a fault_attr as its debugfs files would (times=-1: unlimited)."""
+        self.fault_set(name, probability, interval, times, space, verbose)
+
+    # -- log and reports ----------------------------------------------------------------
+    @property
+    def reports(self) -> List[Report]:  # type: ignore[override]
+        """Every report made so far, oldest first."""
+        return _core.Kernel.reports(self, 0)
+
+    @contextlib.contextmanager
+    def expect_report(self, kind: Optional[str] = None, *, subsystem: Optional[str] = None,
+                      count: Optional[int] = None) -> Iterator[ExpectedReports]:
+        """Fail (AssertionError) unless the block makes a report of this kind
+        (and subsystem; exactly ``count`` of them when given)."""
+        start = self.report_count
+        got = ExpectedReports()
+        yield got
+        new = _core.Kernel.reports(self, start)
+        got.reports = [r for r in new if (kind is None or r.kind == kind)
+                       and (subsystem is None or r.subsystem == subsystem)]
+        if not got.reports:
+            seen = ", ".join(repr(r.kind) for r in new) or "none"
+            raise AssertionError(f"expected a {kind or 'any'!s} report, got: {seen}")
+        if count is not None and len(got.reports) != count:
+            raise AssertionError(f"expected {count} {kind!r} reports, got {len(got.reports)}")
+
+    def stack(self, handle: int) -> str:
+        """A stack-depot stack as the kernel prints it."""
+        return self.stack_text(handle)
+
+
+def _check_order(order: int) -> None:
+    if not isinstance(order, int) or isinstance(order, bool):
+        raise TypeError(f"order: expected int, not {type(order).__name__}")
+    if not 0 <= order <= _core.MAX_PAGE_ORDER:
+        raise ValueError(f"order: must be 0..{_core.MAX_PAGE_ORDER}, not {order}")
+
+
+def _check_addr(addr: int) -> None:
+    if not isinstance(addr, int) or isinstance(addr, bool):
+        raise TypeError(f"addr: expected int, not {type(addr).__name__}")
+    if not 0 <= addr < 1 << 64:
+        raise ValueError(f"addr: 0x{addr:x} is not a 64-bit address" if addr >= 0 else
+                         f"addr: negative address {addr}")
