@@ -102,7 +102,7 @@ core = SharedLib(
 binding = Extension(
     "odebug._core",
     sources=sorted(glob.glob(rel("csrc", "python", "*.c"))),
-    include_dirs=[rel("csrc", "include")],
+    include_dirs=[rel("csrc", "include"), "csrc"],
     depends=all_headers(),
     libraries=[":libodebug.so"],
     runtime_library_dirs=["$ORIGIN"],

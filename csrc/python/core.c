@@ -12,56 +12,14 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include "odebug/odebug.h"
+#include "python/binding.h"
 
-typedef struct {
-	PyObject *KernelType;
-	PyObject *WorkType;
-	PyObject *RawType;
-	PyObject *Error;          /* odebug.Error */
-	PyObject *InvalidArgument;/* Error, ValueError */
-	PyObject *ClosedError;    /* Error, RuntimeError */
-	PyObject *StateError;     /* Error, RuntimeError */
-	PyObject *NotFound;       /* Error, LookupError */
-	PyObject *KernelBug;      /* Error: a report under panic_on_warn */
-	PyObject *report_factory; /* callable(dict) -> Report, set by odebug */
-} core_state;
-
-typedef struct {
-	PyObject_HEAD
-	odb_kernel *k;
-	core_state *st;           /* borrowed: the module outlives its types' instances */
-	PyObject *module;         /* strong ref keeps st alive */
-	PyObject *works;          /* list of Work objects: alive as long as the kernel */
-	char *skip_prefix;        /* frames under this path are odebug's own */
-	PyObject *weakreflist;
-} KernelObject;
-
-typedef struct {
-	PyObject_HEAD
-	KernelObject *kernel;
-	odb_work *w;
-	PyObject *fn;
-	PyObject *name;
-} WorkObject;
-
-typedef struct {
-	PyObject_HEAD
-	KernelObject *kernel;
-	void *ptr;
-	Py_ssize_t len;
-} RawObject;
-
-static inline core_state *get_state(PyObject *module)
-{
-	return (core_state *)PyModule_GetState(module);
-}
 
 /* ---- errors ---------------------------------------------------------------------- */
 static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct odb_report *r);
 
 /* The one place where a C status becomes a Python exception.  Returns NULL. */
-static PyObject *odb_raise(KernelObject *self, int status)
+PyObject *odb_raise(KernelObject *self, int status)
 {
 	core_state *st = self->st;
 	const char *msg = self->k ? odb_strerror(self->k) : "";
@@ -114,9 +72,21 @@ static PyObject *odb_raise(KernelObject *self, int status)
 	return NULL;
 }
 
-#define CHECK_OPEN(self) \
-	do { if (!(self)->k || odb_kernel_closed((self)->k)) \
-		return PyErr_SetString((self)->st->ClosedError, "the kernel is closed"), NULL; } while (0)
+KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open)
+{
+	core_state *st = get_state(module);
+
+	if (!PyObject_TypeCheck(obj, (PyTypeObject *)st->KernelType)) {
+		PyErr_Format(PyExc_TypeError, "expected an odebug.Kernel, not %.100s",
+			     Py_TYPE(obj)->tp_name);
+		return NULL;
+	}
+	if (!((KernelObject *)obj)->k || (open && odb_kernel_closed(((KernelObject *)obj)->k))) {
+		PyErr_SetString(st->ClosedError, "the kernel is closed");
+		return NULL;
+	}
+	return (KernelObject *)obj;
+}
 
 /* ---- reports ------------------------------------------------------------------- */
 static PyObject *track_to_python(odb_kernel *k, const struct odb_track *t)
@@ -1009,6 +979,9 @@ static int core_exec(PyObject *m)
 	st->RawType = PyType_FromModuleAndSpec(m, &Raw_spec, NULL);
 	if (!st->KernelType || !st->WorkType || !st->RawType)
 		return -1;
+	for (size_t i = 0; odb_py_rooms[i]; i++)
+		if (odb_py_rooms[i](m, st))
+			return -1;
 	if (PyModule_AddObjectRef(m, "Kernel", st->KernelType) ||
 	    PyModule_AddObjectRef(m, "Work", st->WorkType))
 		return -1;

@@ -1,0 +1,76 @@
+/*
+ * Shared declarations of the binding's files: the module state, the Kernel
+ * object, the one error-mapping function, and the rooms' registration hooks.
+ * Each room's binding (csrc/python/<room>.c) adds module-level functions that
+ * take the Kernel as their first argument; odebug/ wraps them in classes.
+ */
+#ifndef ODB_PYTHON_BINDING_H
+#define ODB_PYTHON_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+
+#include "odebug/odebug.h"
+
+typedef struct {
+	PyObject *KernelType;
+	PyObject *WorkType;
+	PyObject *RawType;
+	PyObject *Error;          /* odebug.Error */
+	PyObject *InvalidArgument;/* Error, ValueError */
+	PyObject *ClosedError;    /* Error, RuntimeError */
+	PyObject *StateError;     /* Error, RuntimeError */
+	PyObject *NotFound;       /* Error, LookupError */
+	PyObject *KernelBug;      /* Error: a report under panic_on_warn */
+	PyObject *report_factory; /* callable(dict) -> Report, set by odebug */
+} core_state;
+
+typedef struct {
+	PyObject_HEAD
+	odb_kernel *k;
+	core_state *st;           /* borrowed: the module outlives its types' instances */
+	PyObject *module;         /* strong ref keeps st alive */
+	PyObject *works;          /* list of Work objects: alive as long as the kernel */
+	char *skip_prefix;        /* frames under this path are odebug's own */
+	PyObject *weakreflist;
+} KernelObject;
+
+typedef struct {
+	PyObject_HEAD
+	KernelObject *kernel;
+	odb_work *w;
+	PyObject *fn;
+	PyObject *name;
+} WorkObject;
+
+typedef struct {
+	PyObject_HEAD
+	KernelObject *kernel;
+	void *ptr;
+	Py_ssize_t len;
+} RawObject;
+
+static inline core_state *get_state(PyObject *module)
+{
+	return (core_state *)PyModule_GetState(module);
+}
+
+/* Turn a C status into the matching exception (reads the thread's message or
+ * the panic report).  Always returns NULL. */
+PyObject *odb_raise(KernelObject *self, int status);
+
+/* obj as an open (or, with open=false, any not yet destroyed) Kernel, else
+ * NULL with TypeError / ClosedError set. */
+KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open);
+
+#define CHECK_OPEN(self) \
+	do { if (!(self)->k || odb_kernel_closed((self)->k)) \
+		return PyErr_SetString((self)->st->ClosedError, "the kernel is closed"), NULL; } while (0)
+
+/* Rooms' exec hooks: add functions/types/constants to the module.  Each
+ * returns 0 or -1 with an exception set.  The list is NULL-terminated. */
+typedef int (*odb_py_room_init)(PyObject *module, core_state *st);
+extern const odb_py_room_init odb_py_rooms[];
+
+#endif

@@ -1,0 +1,360 @@
+/*
+ * C unit tests of the kernel environment (csrc/kernel/), built together with
+ * the core by tests/test_c_units.py (also under ASan+UBSan and TSan).
+ * Prints "N passed, M failed" and exits non-zero on any failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel/kernel.h"
+
+static int failures, checks;
+#define CHECK(cond) do { checks++; if (!(cond)) { failures++; \
+	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+static odb_kernel *boot(const char *cmdline, enum odb_clock_kind clock, unsigned cpus, uint64_t ram)
+{
+	struct odb_config cfg;
+	odb_kernel *k = NULL;
+	char err[256];
+	int ret;
+
+	odb_config_init(&cfg);
+	cfg.cmdline = cmdline;
+	cfg.clock = clock;
+	cfg.cpus = cpus;
+	cfg.ram = ram;
+	cfg.seed = 42;
+	ret = odb_kernel_create(&cfg, &k, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "boot(%s) failed: %d %s\n", cmdline, ret, err);
+		return NULL;
+	}
+	return k;
+}
+
+static bool dmesg_has(odb_kernel *k, const char *needle)
+{
+	char *s = odb_dmesg(k, false);
+	bool r = s && strstr(s, needle);
+	free(s);
+	return r;
+}
+
+static void test_cmdline(void)
+{
+	odb_kernel *k = boot("a \"b=x y\" c=\"1 2\" hz=250 mod.p=3 HOME=/r d -- e f=1", ODB_CLOCK_VIRTUAL, 1, 8 << 20);
+	struct odb_config cfg;
+	char err[256];
+	odb_kernel *bad = NULL;
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	CHECK(odb_hz(k) == 250);
+	CHECK(odb_jiffies(k) == 4294892296ULL);
+	CHECK(dmesg_has(k, "Kernel command line: a \"b=x y\""));
+	CHECK(dmesg_has(k, "Unknown kernel command line parameters \"a d b=x y c=1 2\", will be passed to user space."));
+	odb_kernel_destroy(k);
+
+	odb_config_init(&cfg);
+	cfg.cmdline = "hz=fast";
+	CHECK(odb_kernel_create(&cfg, &bad, err, sizeof(err)) == ODB_EINVAL);
+	CHECK(bad == NULL);
+	CHECK(strstr(err, "hz") != NULL);
+	cfg.cmdline = "failslab=1,2,3";
+	CHECK(odb_kernel_create(&cfg, &bad, err, sizeof(err)) == ODB_EINVAL);
+	CHECK(strstr(err, "failslab") != NULL);
+	cfg.cmdline = "odebug.nonsense=1";
+	CHECK(odb_kernel_create(&cfg, &bad, err, sizeof(err)) == ODB_EINVAL);
+	cfg.cmdline = "panic-on-warn=1";
+	CHECK(odb_kernel_create(&cfg, &bad, err, sizeof(err)) == ODB_OK);
+	if (bad) {
+		char *v = odb_param_get(bad, "panic_on_warn");
+		CHECK(v && !strcmp(v, "1"));
+		free(v);
+		CHECK(odb_report_simple(bad, "kernel", "WARNING", "boom") == ODB_EBUG);
+		{
+			const struct odb_report *r = odb_last_bug(bad);
+			CHECK(r && !strcmp(r->kind, "WARNING"));
+			odb_report_put(r);
+		}
+		CHECK(dmesg_has(bad, "Kernel panic - not syncing: kernel: panic_on_warn set ..."));
+		odb_kernel_destroy(bad);
+	}
+}
+
+static void test_buddy(void)
+{
+	odb_kernel *k = boot("", ODB_CLOCK_VIRTUAL, 1, 8 << 20);
+	uint64_t total, n = 0;
+	odb_addr_t *addrs, a;
+
+	if (!k)
+		return;
+	total = odb_totalram_pages(k);
+	CHECK(total == 2048);
+	CHECK(odb_nr_free_pages(k) == total);
+	addrs = calloc(total + 1, sizeof(*addrs));
+	while (odb_alloc_pages(k, ODB_GFP_KERNEL | ODB_GFP_NOWARN, 0, &a) == ODB_OK) {
+		CHECK((a & (ODB_PAGE_SIZE - 1)) == 0);
+		CHECK(odb_host_ptr(k, a, ODB_PAGE_SIZE) != NULL);
+		addrs[n++] = a;
+		if (n > total)
+			break;
+	}
+	CHECK(n == total);
+	CHECK(odb_nr_free_pages(k) == 0);
+	CHECK(odb_free_pages(k, addrs[0], 1) == ODB_EINVAL);        /* wrong order */
+	CHECK(odb_free_pages(k, addrs[0] + 8, 0) == ODB_EINVAL);    /* not a page */
+	for (uint64_t i = 0; i < n; i++)
+		CHECK(odb_free_pages(k, addrs[i], 0) == ODB_OK);
+	CHECK(odb_free_pages(k, addrs[0], 0) == ODB_EINVAL);        /* double free */
+	CHECK(odb_nr_free_pages(k) == total);
+	/* everything merged back: two order-10 blocks fit */
+	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL, 10, &addrs[0]) == ODB_OK);
+	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL, 10, &addrs[1]) == ODB_OK);
+	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL | ODB_GFP_NOWARN, 0, &a) == ODB_ENOMEM);
+	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL, 11, &a) == ODB_EINVAL);
+	CHECK(odb_free_pages(k, addrs[0], 10) == ODB_OK);
+	CHECK(odb_free_pages(k, addrs[1], 10) == ODB_OK);
+	free(addrs);
+	odb_kernel_destroy(k);
+}
+
+struct order_rec { int seen[8]; int n; odb_kernel *k; int cpus[8]; };
+struct item { struct order_rec *rec; int id; };
+
+static void record(odb_kernel *k, void *arg)
+{
+	struct item *it = arg;
+	it->rec->cpus[it->rec->n] = odb_current_cpu(k);
+	it->rec->seen[it->rec->n++] = it->id;
+}
+
+static void test_workqueue_virtual(void)
+{
+	odb_kernel *k = boot("", ODB_CLOCK_VIRTUAL, 2, 8 << 20);
+	struct order_rec rec = { .n = 0 };
+	struct item items[4];
+	odb_work *w[4];
+	int old;
+
+	if (!k)
+		return;
+	for (int i = 0; i < 4; i++) {
+		items[i].rec = &rec;
+		items[i].id = i;
+		w[i] = odb_work_create(k, record, &items[i]);
+	}
+	CHECK(odb_schedule_delayed_work(k, w[0], 30));
+	CHECK(!odb_schedule_delayed_work(k, w[0], 5));          /* already pending: unchanged */
+	odb_bind_cpu(k, 1, &old);
+	CHECK(odb_schedule_delayed_work(k, w[1], 10));
+	odb_bind_cpu(k, old, NULL);
+	CHECK(odb_schedule_delayed_work(k, w[2], 10));          /* same due: queue order */
+	CHECK(odb_schedule_work(k, w[3]));
+	CHECK(odb_advance(k, 0) == ODB_OK);
+	CHECK(rec.n == 1 && rec.seen[0] == 3);
+	CHECK(odb_advance(k, 9 * NSEC_PER_MSEC) == ODB_OK);
+	CHECK(rec.n == 1);
+	CHECK(odb_advance(k, 1 * NSEC_PER_MSEC) == ODB_OK);
+	CHECK(rec.n == 3 && rec.seen[1] == 1 && rec.seen[2] == 2);
+	CHECK(rec.cpus[1] == 1 && rec.cpus[2] == 0);            /* runs on the queuing vCPU */
+	CHECK(odb_cancel_work(k, w[0]));
+	CHECK(!odb_cancel_work(k, w[0]));
+	CHECK(odb_advance(k, 100 * NSEC_PER_MSEC) == ODB_OK);
+	CHECK(rec.n == 3);
+	CHECK(odb_schedule_delayed_work(k, w[0], 1000));
+	CHECK(odb_flush_work(k, w[0]));
+	CHECK(rec.n == 4 && rec.seen[3] == 0);
+	CHECK(odb_jiffies(k) == INITIAL_JIFFIES(1000) + 110);
+	for (int i = 0; i < 4; i++)
+		odb_work_destroy(k, w[i]);
+	odb_kernel_destroy(k);
+}
+
+static void bump(odb_kernel *k, void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
+
+static void test_workqueue_real(void)
+{
+	odb_kernel *k = boot("", ODB_CLOCK_REAL, 1, 8 << 20);
+	atomic_int n = 0;
+	odb_work *w;
+
+	if (!k)
+		return;
+	w = odb_work_create(k, bump, &n);
+	CHECK(odb_advance(k, 1) == ODB_ESTATE);
+	CHECK(odb_schedule_delayed_work(k, w, 5));
+	for (int i = 0; i < 500 && atomic_load(&n) == 0; i++)
+		usleep(10000);
+	CHECK(atomic_load(&n) == 1);
+	odb_kernel_close(k);
+	odb_kernel_close(k);
+	CHECK(!odb_schedule_work(k, w));
+	usleep(20000);
+	CHECK(atomic_load(&n) == 1);
+	odb_work_destroy(k, w);
+	odb_kernel_destroy(k);
+}
+
+static void test_fault(void)
+{
+	odb_kernel *k = boot("fail_page_alloc=3,100,0,-1", ODB_CLOCK_VIRTUAL, 1, 8 << 20);
+	odb_addr_t a;
+	int fails = 0;
+	struct odb_fault_attr_info fi;
+
+	if (!k)
+		return;
+	odb_fault_set(k, "fail_page_alloc", 100, 3, -1, 0, 0);
+	for (int i = 0; i < 9; i++) {
+		int r = odb_alloc_pages(k, ODB_GFP_ATOMIC | ODB_GFP_NOWARN, 1, &a);
+		if (r == ODB_OK)
+			odb_free_pages(k, a, 1);
+		else
+			fails += (i % 3 == 2);
+	}
+	CHECK(fails == 3);
+	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL, 1, &a) == ODB_OK);   /* ignore-gfp-wait */
+	odb_free_pages(k, a, 1);
+	CHECK(odb_alloc_pages(k, ODB_GFP_ATOMIC, 0, &a) == ODB_OK);   /* min-order 1 */
+	odb_free_pages(k, a, 0);
+	/* times: exactly 2 failures; space: the first 3 pages' worth pass */
+	odb_fault_set(k, "fail_page_alloc", 100, 1, 2, 0, 1);
+	fails = 0;
+	for (int i = 0; i < 6; i++) {
+		if (odb_alloc_pages(k, ODB_GFP_ATOMIC | ODB_GFP_NOWARN, 1, &a) == ODB_OK)
+			odb_free_pages(k, a, 1);
+		else
+			fails++;
+	}
+	CHECK(fails == 2);
+	CHECK(dmesg_has(k, "FAULT_INJECTION: forcing a failure."));
+	CHECK(dmesg_has(k, "name fail_page_alloc, interval 1, probability 100, space 0, times 2"));
+	odb_fault_set(k, "fail_page_alloc", 100, 1, -1, 6, 0);
+	CHECK(odb_alloc_pages(k, ODB_GFP_ATOMIC | ODB_GFP_NOWARN, 1, &a) == ODB_OK);  /* 6 > 2 */
+	odb_free_pages(k, a, 1);
+	CHECK(odb_alloc_pages(k, ODB_GFP_ATOMIC | ODB_GFP_NOWARN, 1, &a) == ODB_OK);  /* 4 > 2 */
+	odb_free_pages(k, a, 1);
+	CHECK(odb_alloc_pages(k, ODB_GFP_ATOMIC | ODB_GFP_NOWARN, 1, &a) == ODB_ENOMEM); /* 2 <= 2 */
+	CHECK(odb_fault_get(k, "fail_page_alloc", &fi) == ODB_OK && fi.space == 2);
+	CHECK(odb_fault_get(k, "nope", &fi) == ODB_ENOENT);
+	odb_kernel_destroy(k);
+}
+
+struct irq_arg { odb_kernel *k; int cpu; atomic_int *inside; atomic_int *max; int loops; };
+
+static void *irq_thread(void *p)
+{
+	struct irq_arg *a = p;
+	unsigned long f1, f2;
+
+	odb_bind_cpu(a->k, a->cpu, NULL);
+	for (int i = 0; i < a->loops; i++) {
+		local_irq_save(a->k, f1);
+		local_irq_save(a->k, f2);            /* nesting */
+		int now = atomic_fetch_add(a->inside, 1) + 1;
+		int m = atomic_load(a->max);
+		while (now > m && !atomic_compare_exchange_weak(a->max, &m, now))
+			;
+		atomic_fetch_sub(a->inside, 1);
+		local_irq_restore(a->k, f2);
+		local_irq_restore(a->k, f1);
+	}
+	return NULL;
+}
+
+static void test_irq_per_cpu(void)
+{
+	odb_kernel *k = boot("", ODB_CLOCK_VIRTUAL, 2, 8 << 20);
+	atomic_int inside0 = 0, max0 = 0;
+	pthread_t th[4];
+	struct irq_arg args[4];
+
+	if (!k)
+		return;
+	/* two threads on vCPU 0 exclude each other; vCPU 1 runs independently */
+	for (int i = 0; i < 4; i++) {
+		static atomic_int other_inside, other_max;   /* test-local, not core state */
+		args[i] = (struct irq_arg){ k, i < 2 ? 0 : 1, i < 2 ? &inside0 : &other_inside,
+					    i < 2 ? &max0 : &other_max, 20000 };
+		pthread_create(&th[i], NULL, irq_thread, &args[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK(atomic_load(&max0) == 1);
+	odb_kernel_destroy(k);
+}
+
+static __attribute__((noinline)) uint32_t save_here(odb_kernel *k)
+{
+	uint32_t h = odb_stack_save(k, 0);
+	__asm__ volatile("" ::: "memory");   /* no tail call: keep this frame */
+	return h;
+}
+
+static __attribute__((noinline)) void test_depot_and_reports(void)
+{
+	odb_kernel *k = boot("", ODB_CLOCK_VIRTUAL, 1, 8 << 20);
+	uint32_t h[3];
+	char *txt;
+	const struct odb_report *r;
+
+	if (!k)
+		return;
+	for (volatile int i = 0; i < 2; i++)
+		h[i] = save_here(k);      /* same stack twice: same handle */
+	h[2] = odb_stack_save(k, 0);
+	CHECK(h[0] && h[0] == h[1]);
+	CHECK(h[2] && h[2] != h[0]);
+	txt = odb_stack_text(k, h[0]);
+	CHECK(txt && strstr(txt, " save_here+0x") && strstr(txt, " test_depot_and_reports+0x"));
+	free(txt);
+	CHECK(odb_stack_text(k, 9999) == NULL);
+	CHECK(odb_report_simple(k, "slub", "Poison overwritten", "line one") == ODB_OK);
+	CHECK(odb_report_count(k) == 1);
+	r = odb_report_get(k, 0);
+	CHECK(r && !strcmp(r->subsystem, "slub") && !strcmp(r->kind, "Poison overwritten"));
+	odb_reports_clear(k);                     /* r stays valid: it holds a reference */
+	CHECK(r && !strcmp(r->text, "line one\n"));
+	odb_report_put(r);
+	CHECK(odb_report_count(k) == 0);
+	CHECK(odb_report_get(k, 0) == NULL);
+	odb_kernel_destroy(k);
+}
+
+static void test_many_kernels(void)
+{
+	odb_kernel *ks[100];
+	odb_addr_t a;
+
+	for (int i = 0; i < 100; i++)
+		ks[i] = boot("", ODB_CLOCK_VIRTUAL, 1, 16 << 20);
+	for (int i = 0; i < 100; i++) {
+		CHECK(ks[i] != NULL);
+		if (ks[i]) {
+			CHECK(odb_alloc_pages(ks[i], ODB_GFP_KERNEL, 2, &a) == ODB_OK);
+			memset(odb_host_ptr(ks[i], a, 4 * ODB_PAGE_SIZE), i, 4 * ODB_PAGE_SIZE);
+		}
+	}
+	for (int i = 0; i < 100; i++)
+		odb_kernel_destroy(ks[i]);
+}
+
+int main(void)
+{
+	test_cmdline();
+	test_buddy();
+	test_workqueue_virtual();
+	test_workqueue_real();
+	test_fault();
+	test_irq_per_cpu();
+	test_depot_and_reports();
+	test_many_kernels();
+	printf("%d passed, %d failed\n", checks - failures, failures);
+	return failures != 0;
+}
