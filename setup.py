@@ -14,6 +14,7 @@ Environment knobs:
   ODEBUG_DEBUG=1                     -O0 -g3
 """
 import glob
+import platform
 import os
 import shutil
 
@@ -43,6 +44,8 @@ def flags():
     cflags = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Wshadow",
               "-Wstrict-prototypes", "-Wno-unused-parameter",
               "-D_GNU_SOURCE", "-fno-omit-frame-pointer"]
+    if platform.machine() in ("x86_64", "AMD64"):
+        cflags.append("-mcx16")   # inline cmpxchg16b for SLUB's freelist+counters
     ldflags = ["-pthread"]
     if os.environ.get("ODEBUG_DEBUG") == "1":
         cflags = [f for f in cflags if f != "-O2"] + ["-O0", "-g3"]

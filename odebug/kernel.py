@@ -12,6 +12,10 @@ from typing import Callable, Iterator, List, Optional, Union
 from . import _core
 from .report import Report
 
+if False:  # typing only
+    from .debugobjects import DebugObjects  # noqa: F401
+from .slab import SlabMixin
+
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -55,7 +59,7 @@ class ExpectedReports:
         return self.reports[0]
 
 
-class Kernel(_core.Kernel):
+class Kernel(SlabMixin, _core.Kernel):
     """A simulated kernel: vCPUs, clock, RAM, log and reports, and (in later rooms)
     the slab allocator, KASAN and debug objects.
 
@@ -78,13 +82,18 @@ class Kernel(_core.Kernel):
             raise TypeError(f"cpus: expected int, not {type(cpus).__name__}")
         if not 1 <= cpus <= _core._build_info()["max_cpus"]:
             raise ValueError(f"cpus: must be between 1 and {_core._build_info()['max_cpus']}, not {cpus}")
+        if not isinstance(clock, str):
+            raise TypeError(f"clock: expected str, not {type(clock).__name__}")
         if clock not in ("virtual", "real"):
             raise ValueError(f"clock: must be 'virtual' or 'real', not {clock!r}")
-        if not isinstance(seed, int) or seed < 0:
+        for name, v in (("seed", seed), ("hz", hz), ("nr_cpus", nr_cpus)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                raise TypeError(f"{name}: expected int, not {type(v).__name__}")
+        if seed < 0:
             raise ValueError(f"seed: expected a non-negative int, not {seed!r}")
-        if hz is not None and (not isinstance(hz, int) or not 1 <= hz <= 100000):
+        if hz is not None and not 1 <= hz <= 100000:
             raise ValueError(f"hz: expected 1..100000, not {hz!r}")
-        if nr_cpus is not None and (not isinstance(nr_cpus, int) or nr_cpus < cpus):
+        if nr_cpus is not None and nr_cpus < cpus:
             raise ValueError(f"nr_cpus: expected an int >= cpus, not {nr_cpus!r}")
         super().__init__(cpus=cpus, ram=parse_size(ram, "ram"), clock=clock,
                          seed=seed & ((1 << 64) - 1), cmdline=cmdline, hz=hz or 0,
@@ -201,6 +210,14 @@ class Kernel(_core.Kernel):
     def stack(self, handle: int) -> str:
         """A stack-depot stack as the kernel prints it."""
         return self.stack_text(handle)
+
+    # -- debug objects ----------------------------------------------------------------
+    @property
+    def debug_objects(self) -> "DebugObjects":
+        """The debug-objects tracker (lib/debugobjects.c, v5.3): init, activate, ...,
+        stats(); see :mod:`odebug.debugobjects`."""
+        from .debugobjects import DebugObjects
+        return DebugObjects(self)   # a light view: no reference cycle with the kernel
 
 
 def _check_order(order: int) -> None:

@@ -6,6 +6,7 @@ TSan too.  A program prints "N passed, M failed" and exits non-zero on failure.
 """
 import glob
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -24,6 +25,8 @@ def _flags():
     flags = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter",
              "-D_GNU_SOURCE", "-DODB_BUILDING", "-fno-omit-frame-pointer",
              "-I" + os.path.join(ROOT, "csrc", "include"), "-I" + os.path.join(ROOT, "csrc")]
+    if platform.machine() in ("x86_64", "AMD64"):
+        flags.append("-mcx16")
     if os.environ.get("ODEBUG_WERROR") == "1":
         flags.append("-Werror")
     san = os.environ.get("ODEBUG_SANITIZE", "").strip()

@@ -92,10 +92,40 @@ static void strlist_add(struct strlist *l, const char *key, const char *val)
 				   val ? "=" : "", val ? val : "");
 }
 
+/* envp_init: a key=value option replaces an earlier one with the same key
+ * (unknown_bootoption matches "key="), otherwise it is appended. */
+struct envlist { const char **key, **val; size_t n, cap; };
+
+static void envlist_set(struct envlist *e, const char *key, const char *val)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		if (!strcmp(e->key[i], key)) {
+			e->val[i] = val;
+			return;
+		}
+	}
+	if (e->n == e->cap) {
+		size_t ncap = e->cap ? e->cap * 2 : 16;
+		const char **nk = realloc(e->key, ncap * sizeof(*nk)), **nv;
+
+		if (!nk)
+			return;
+		e->key = nk;
+		nv = realloc(e->val, ncap * sizeof(*nv));
+		if (!nv)
+			return;
+		e->val = nv;
+		e->cap = ncap;
+	}
+	e->key[e->n] = key;
+	e->val[e->n++] = val;
+}
+
 int odb_parse_cmdline(struct odb_kernel *k, const char *cmdline, char *errbuf, size_t errlen)
 {
 	char *copy = strdup(cmdline ? cmdline : ""), *args, *param, *val;
 	struct strlist argv = { 0 }, envp = { 0 };
+	struct envlist env = { 0 };
 	int ret = 0;
 
 	if (!copy)
@@ -142,11 +172,15 @@ int odb_parse_cmdline(struct odb_kernel *k, const char *cmdline, char *errbuf, s
 		if (val) {
 			if (!strcmp(param, "HOME") || !strcmp(param, "TERM"))
 				continue;   /* replaces a default env slot, not listed */
-			strlist_add(&envp, param, val);
+			envlist_set(&env, param, val);
 		} else {
 			strlist_add(&argv, param, NULL);
 		}
 	}
+	for (size_t i = 0; i < env.n; i++)
+		strlist_add(&envp, env.key[i], env.val[i]);
+	free(env.key);
+	free(env.val);
 	if (!ret && (argv.len || envp.len))
 		printk(k, "Unknown kernel command line parameters \"%s%s%s\", will be passed to user space.",
 		       argv.len ? argv.s + 1 : "", argv.len && envp.len ? " " : "",

@@ -38,8 +38,6 @@ void odb_fault_exit(struct odb_kernel *k)
 	spin_lock_destroy(&k->fail_page_alloc.attr.lock);
 }
 
-void dump_stack(struct odb_kernel *k);
-
 static void fail_dump(struct odb_kernel *k, struct fault_attr *a, long space, long times)
 {
 	if (!a->verbose)
@@ -52,6 +50,11 @@ static void fail_dump(struct odb_kernel *k, struct fault_attr *a, long space, lo
 }
 
 bool should_fail(struct odb_kernel *k, struct fault_attr *a, size_t size)
+{
+	return should_fail_ex(k, a, size, 0);
+}
+
+bool should_fail_ex(struct odb_kernel *k, struct fault_attr *a, size_t size, unsigned int flags)
 {
 	long space, times;
 
@@ -78,7 +81,8 @@ bool should_fail(struct odb_kernel *k, struct fault_attr *a, size_t size)
 	if (a->times != -1 && a->times != 0)
 		a->times--;
 	spin_unlock(&a->lock);
-	fail_dump(k, a, space, times);
+	if (!(flags & FAULT_NOWARN))
+		fail_dump(k, a, space, times);
 	return true;
 no:
 	spin_unlock(&a->lock);

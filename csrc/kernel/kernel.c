@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernel/kernel.h"
 #include "kernel/rooms.h"
@@ -15,6 +17,19 @@ void spin_lock_init(spinlock_t *l) { pthread_mutex_init(&l->m, NULL); }
 void spin_lock_destroy(spinlock_t *l) { pthread_mutex_destroy(&l->m); }
 void mutex_init(struct mutex *m) { pthread_mutex_init(&m->m, NULL); }
 void mutex_destroy(struct mutex *m) { pthread_mutex_destroy(&m->m); }
+
+void odb_fastlock_wait(struct odb_fastlock *l)
+{
+	for (unsigned int i = 0;; i++) {
+		if (!atomic_load_explicit(&l->v, memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+			return;
+		if (i < 64)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+}
 
 /* ---- PRNG: xoshiro256** seeded by splitmix64 (own implementation) ------------ */
 static uint64_t splitmix64(uint64_t *x)
@@ -260,7 +275,7 @@ unsigned long odb_local_irq_save(struct odb_kernel *k)
 		return 0;   /* no task: nothing can be nested; run unprotected */
 	cpu = smp_processor_id_task(t);
 	if (t->irq_depth++ == 0) {
-		pthread_mutex_lock(&k->cpus[cpu].irq_lock);
+		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
 		t->irq_cpu = cpu;
 	}
 	return (unsigned long)t->irq_cpu + 1;
@@ -274,7 +289,7 @@ void odb_local_irq_restore(struct odb_kernel *k, unsigned long flags)
 		return;
 	t = pthread_getspecific(k->task_key);
 	if (--t->irq_depth == 0) {
-		pthread_mutex_unlock(&k->cpus[flags - 1].irq_lock);
+		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock);
 		t->irq_cpu = -1;
 	}
 }
@@ -347,7 +362,7 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	if (!k->cpus)
 		goto fail;
 	for (i = 0; i < k->nr_cpu_ids; i++)
-		pthread_mutex_init(&k->cpus[i].irq_lock, NULL);
+		atomic_init(&k->cpus[i].irq_lock.v, 0);
 	odb_fault_init(k);
 	if (odb_log_init(&k->log, 1u << 20))
 		goto fail;
@@ -360,6 +375,8 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	}
 	/* The command line is parsed before the rooms start (early params);
 	 * hz= may change HZ, so the workqueue starts after it. */
+	if (odb_rooms_early_init(k))
+		goto fail;
 	ret = odb_parse_cmdline(k, k->cmdline, eb, sizeof(eb));
 	if (ret)
 		goto fail;
@@ -384,17 +401,51 @@ void odb_kernel_close(odb_kernel *k)
 {
 	if (atomic_exchange(&k->closed, true))
 		return;
+	if (odb_wq_is_worker(k)) {
+		/* closed from a work item: stop the loop; destroy joins the worker */
+		pthread_mutex_lock(&k->wq_lock);
+		k->wq_stop = true;
+		pthread_cond_broadcast(&k->wq_cond);
+		pthread_mutex_unlock(&k->wq_lock);
+		return;
+	}
 	odb_wq_stop(k);
+}
+
+static void *deferred_destroy(void *arg)
+{
+	odb_kernel_destroy(arg);
+	return NULL;
 }
 
 void odb_kernel_destroy(odb_kernel *k)
 {
 	struct list_head *pos, *n;
-	unsigned int i;
 
 	if (!k)
 		return;
 	atomic_store(&k->closed, true);
+	if (odb_wq_is_worker(k)) {
+		/* Destroyed from one of its own work items (e.g. a garbage collection
+		 * on the worker): the worker cannot join itself.  Stop it and let a
+		 * detached thread finish the teardown once the worker has returned. */
+		pthread_t th;
+		pthread_attr_t a;
+
+		odb_set_frame_hook(k, NULL, NULL);
+		pthread_mutex_lock(&k->wq_lock);
+		k->wq_stop = true;
+		pthread_cond_broadcast(&k->wq_cond);
+		pthread_mutex_unlock(&k->wq_lock);
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &a, deferred_destroy, k) == 0) {
+			pthread_attr_destroy(&a);
+			return;
+		}
+		pthread_attr_destroy(&a);
+		return;   /* cannot tear down safely: leak rather than corrupt */
+	}
 	odb_wq_stop(k);
 	odb_rooms_exit(k);
 	odb_wq_exit(k);
@@ -412,11 +463,7 @@ void odb_kernel_destroy(odb_kernel *k)
 	odb_reports_exit(k);
 	odb_log_exit(&k->log);
 	odb_fault_exit(k);
-	if (k->cpus) {
-		for (i = 0; i < k->nr_cpu_ids; i++)
-			pthread_mutex_destroy(&k->cpus[i].irq_lock);
-		free(k->cpus);
-	}
+	free(k->cpus);
 	spin_lock_destroy(&k->rng_lock);
 	pthread_mutex_destroy(&k->reports_lock);
 	pthread_mutex_destroy(&k->advance_lock);
@@ -432,3 +479,33 @@ unsigned int odb_hz(odb_kernel *k) { return k->hz; }
 uint64_t odb_jiffies(odb_kernel *k) { return jiffies(k); }
 uint64_t odb_now_ns(odb_kernel *k) { return ktime_get_ns(k); }
 enum odb_clock_kind odb_clock(odb_kernel *k) { return k->clock; }
+
+/* ---- taint ---------------------------------------------------------------------- */
+void add_taint(struct odb_kernel *k, unsigned int flag)
+{
+	atomic_fetch_or(&k->taint, 1UL << flag);
+}
+
+const char *print_tainted(struct odb_kernel *k, char *buf, size_t len)
+{
+	/* taint_flags[] letters in kernel order; 'G' stands for "not proprietary" */
+	static const char letters[] = "PFSRMBUDAWCIOELKXTN";
+	unsigned long t = atomic_load(&k->taint);
+	size_t n, last = 0;
+
+	if (!t) {
+		snprintf(buf, len, "Not tainted");
+		return buf;
+	}
+	n = (size_t)snprintf(buf, len, "Tainted: ");
+	for (size_t i = 0; i < sizeof(letters) - 1 && n + 1 < len; i++) {
+		char c = (t & (1UL << i)) ? letters[i] : ' ';
+		if (i == 0 && c == ' ')
+			c = 'G';
+		buf[n++] = c;
+		if (c != ' ')
+			last = n;
+	}
+	buf[last < len ? last : len - 1] = '\0';
+	return buf;
+}

@@ -101,6 +101,7 @@ struct odb_task {
 	uintptr_t stack_lo, stack_hi; /* host stack of the thread */
 	unsigned int in_work;         /* running a work item */
 	unsigned int depth;           /* nesting of public API calls (callbacks) */
+	unsigned long slab_errors;    /* KUnit-rule error count made by this task */
 };
 
 /* The calling thread's task in k, created on first use (NULL only on OOM). */
@@ -118,10 +119,25 @@ int odb_enter_failed(struct odb_kernel *k);
 /* Record the calling thread's error message and return err. */
 int odb_err(struct odb_kernel *k, int err, const char *fmt, ...) __printf(3, 4);
 
+/* ---- the vCPU lock: test-and-set with a plain release store to unlock --------- *
+ * One atomic RMW to take it, none to drop it.  Waiters spin briefly, then yield
+ * (threads may far outnumber cores, and holders never sleep inside). */
+struct odb_fastlock { atomic_int v; };
+void odb_fastlock_wait(struct odb_fastlock *l);
+static inline void odb_fastlock_lock(struct odb_fastlock *l)
+{
+	if (likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
+		return;
+	odb_fastlock_wait(l);
+}
+static inline void odb_fastlock_unlock(struct odb_fastlock *l)
+{
+	atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+
 /* ---- vCPUs and "interrupts disabled" ----------------------------------------- */
 struct odb_cpu {
-	pthread_mutex_t irq_lock;     /* stands in for local_irq_disable() */
-	char pad[64 - sizeof(pthread_mutex_t) % 64];
+	struct odb_fastlock irq_lock; /* stands in for local_irq_disable() */
 } __attribute__((aligned(64)));
 
 /* local_irq_save/restore: takes the current vCPU's irq lock (nesting-aware);
@@ -161,6 +177,7 @@ struct odb_work {
 	bool pending;
 	bool running;
 	bool heap;                    /* made by odb_work_create (freed by destroy) */
+	bool free_after_run;          /* destroyed by its own callback: freed when it returns */
 	struct odb_task *runner;
 };
 /* Kernel code embeds a struct odb_work (INIT_DELAYED_WORK equivalent). */
@@ -234,6 +251,8 @@ struct fail_page_alloc_attr {
 	unsigned int min_order;
 };
 void fault_attr_init(struct fault_attr *a, const char *name);
+#define FAULT_NOWARN (1u << 0)   /* enum fault_flags: no fail_dump */
+bool should_fail_ex(struct odb_kernel *k, struct fault_attr *a, size_t size, unsigned int flags);
 bool should_fail(struct odb_kernel *k, struct fault_attr *a, size_t size);
 /* Parse "<interval>,<probability>,<space>,<times>" (setup_fault_attr). */
 int setup_fault_attr(struct odb_kernel *k, struct fault_attr *a, const char *str);
@@ -259,7 +278,9 @@ struct odb_report_impl {
 	size_t text_len, text_cap;
 	char kind_buf[96];
 	char cache_buf[64];
+	char subsys_buf[32];       /* a C user's subsystem (odb_report_simple) */
 	bool quiet;                /* count, do not print (KUnit rule) */
+	bool no_panic;             /* a plain pr_warn (warn_alloc): never panic_on_warn */
 };
 struct odb_report_impl *report_new(struct odb_kernel *k, const char *subsystem,
 				   const char *kind);
@@ -275,6 +296,8 @@ void odb_check_panic_on_warn(struct odb_kernel *k, const struct odb_report *r);
 /* ---- stack depot ---------------------------------------------------------------- */
 #define ODB_STACK_DEPTH 16
 uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip);
+/* dump_stack(): "CPU: ... Comm: ..." + "Call Trace:" + the current stack. */
+void dump_stack(struct odb_kernel *k);
 /* Print each frame of handle as " name+0xoff/0xsize" into r. */
 void stack_depot_print_to(struct odb_kernel *k, uint32_t handle, struct odb_report_impl *r);
 
@@ -290,6 +313,17 @@ struct odb_param {
 };
 /* Every room's parameters, terminated by {NULL}.  Defined in kernel/params.c */
 extern const struct odb_param odb_params[];
+
+/* ---- taint ------------------------------------------------------------------ */
+#define TAINT_BAD_PAGE 5              /* 'B' */
+#define TAINT_WARN     9              /* 'W' */
+void add_taint(struct odb_kernel *k, unsigned int flag);
+/* "Not tainted" or "Tainted: G    B" (flags that are set, kernel letters). */
+const char *print_tainted(struct odb_kernel *k, char *buf, size_t len);
+/* %pS of a host code address into buf (the depot's symboliser). */
+void odb_symbolise(struct odb_kernel *k, const void *pc, char *buf, size_t len);
+/* The Python caller recorded with a depot stack ("" if none). */
+const char *stack_depot_py(struct odb_kernel *k, uint32_t handle, char *buf, size_t len);
 
 /* ---- the kernel instance -------------------------------------------------------- */
 struct odb_log {
@@ -308,6 +342,7 @@ struct odb_kernel {
 	char *cmdline;
 	bool panic_on_warn;
 	atomic_bool closed;
+	_Atomic unsigned long taint;      /* TAINT_* bits */
 
 	/* tasks */
 	pthread_key_t task_key;
@@ -371,6 +406,22 @@ static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t
 	return a >= ODB_PAGE_OFFSET && len <= k->ram_bytes &&
 	       a - ODB_PAGE_OFFSET <= k->ram_bytes - len;
 }
+/* The same with the task already at hand (hot paths: one TLS lookup). */
+static inline unsigned long odb_irq_save_task(struct odb_kernel *k, struct odb_task *t)
+{
+	if (t->irq_depth++ == 0) {
+		t->irq_cpu = smp_processor_id_task(t);
+		odb_fastlock_lock(&k->cpus[t->irq_cpu].irq_lock);
+	}
+	return (unsigned long)t->irq_cpu + 1;
+}
+static inline void odb_irq_restore_task(struct odb_kernel *k, struct odb_task *t, unsigned long flags)
+{
+	if (--t->irq_depth == 0) {
+		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock);
+		t->irq_cpu = -1;
+	}
+}
 static inline uint64_t page_to_pfn(struct odb_kernel *k, const struct page *p)
 {
 	return (uint64_t)(p - k->pages);
@@ -387,6 +438,7 @@ void odb_reports_exit(struct odb_kernel *k);
 int odb_wq_init(struct odb_kernel *k);
 void odb_wq_stop(struct odb_kernel *k);
 void odb_wq_exit(struct odb_kernel *k);
+bool odb_wq_is_worker(struct odb_kernel *k);   /* the caller is k's worker thread */
 int odb_parse_cmdline(struct odb_kernel *k, const char *cmdline, char *errbuf, size_t errlen);
 void odb_fault_init(struct odb_kernel *k);
 void odb_fault_exit(struct odb_kernel *k);

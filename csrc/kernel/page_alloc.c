@@ -128,7 +128,8 @@ static bool should_fail_alloc_page(struct odb_kernel *k, unsigned int gfp, unsig
 		return false;
 	if (f->ignore_gfp_reclaim && (gfp & ODB_GFP_DIRECT_RECLAIM))
 		return false;
-	return should_fail(k, &f->attr, (size_t)1 << order);
+	return should_fail_ex(k, &f->attr, (size_t)1 << order,
+			      (gfp & ODB_GFP_NOWARN) ? FAULT_NOWARN : 0);
 }
 
 /* %pGg for the flags odebug has, in the kernel's names and order. */
@@ -172,6 +173,7 @@ static void warn_alloc(struct odb_kernel *k, unsigned int gfp, unsigned int orde
 	r = report_new(k, "kernel", "page allocation failure");
 	if (!r)
 		return;
+	r->no_panic = true;   /* warn_alloc is a pr_warn, not a WARN */
 	report_line(r, "%s: page allocation failure: order:%u, mode:%#x(%s), nodemask=(null)",
 		    t ? t->comm : "?", order, gfp, g);
 	report_publish(k, r);
@@ -185,10 +187,10 @@ struct page *alloc_pages(struct odb_kernel *k, unsigned int gfp, unsigned int or
 
 	if (order > MAX_PAGE_ORDER)
 		return NULL;
-	if (unlikely(should_fail_alloc_page(k, gfp, order))) {
-		warn_alloc(k, gfp, order);
+	/* prepare_alloc_pages(): an injected failure returns NULL before the
+	 * slowpath, so there is no warn_alloc() for it (only the fault dump). */
+	if (unlikely(should_fail_alloc_page(k, gfp, order)))
 		return NULL;
-	}
 	spin_lock(&z->lock);
 	for (o = order; o <= MAX_PAGE_ORDER; o++)
 		if (z->free_head[o])

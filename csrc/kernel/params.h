@@ -9,6 +9,22 @@ int odb_kstrtobool(const char *s, bool *out);
 
 /* Each room appends its entries here as it arrives, e.g.
  *   { "slub_debug", slub_debug_setup, slub_debug_show },               */
-#define ODB_ROOM_PARAMS
+#include "debugobjects/debugobjects.h"
+#define ODB_DEBUGOBJECTS_PARAMS \
+	{ "debug_objects", debug_objects_param_enable, debug_objects_param_enable_get }, \
+	{ "no_debug_objects", debug_objects_param_disable, debug_objects_param_disable_get }, \
+	{ "odebug.objects_free", debug_objects_param_free, debug_objects_param_free_get }, \
+	{ "odebug.objects_warn", debug_objects_param_warn, debug_objects_param_warn_get }, \
+	{ "odebug.objects_selftest", debug_objects_param_selftest, debug_objects_param_selftest_get },
+struct odb_kernel;
+int odb_slub_debug_param(struct odb_kernel *k, const char *val);
+void odb_slub_debug_show(struct odb_kernel *k, char *buf, size_t len);
+int odb_slub_path_param(struct odb_kernel *k, const char *val);
+void odb_slub_path_show(struct odb_kernel *k, char *buf, size_t len);
+#define ODB_SLAB_PARAMS \
+	{ "slub_debug", odb_slub_debug_param, odb_slub_debug_show }, \
+	{ "slab_debug", odb_slub_debug_param, odb_slub_debug_show }, \
+	{ "odebug.slub_path", odb_slub_path_param, odb_slub_path_show },
+#define ODB_ROOM_PARAMS ODB_SLAB_PARAMS ODB_DEBUGOBJECTS_PARAMS
 
 #endif

@@ -303,7 +303,8 @@ void report_publish(struct odb_kernel *k, struct odb_report_impl *r)
 		k->reports_dropped++;
 	}
 	pthread_mutex_unlock(&k->reports_lock);
-	odb_check_panic_on_warn(k, &r->pub);
+	if (!r->no_panic)
+		odb_check_panic_on_warn(k, &r->pub);
 	odb_report_put(&r->pub);
 }
 
@@ -368,15 +369,13 @@ int odb_report_simple(odb_kernel *k, const char *subsystem, const char *kind,
 
 	if (!t)
 		return odb_enter_failed(k);
-	/* subsystem strings are static in the core; map a user's to one */
-	ss = !subsystem ? "user" :
-	     !strcmp(subsystem, "kasan") ? "kasan" :
-	     !strcmp(subsystem, "slub") ? "slub" :
-	     !strcmp(subsystem, "odebug") ? "odebug" :
-	     !strcmp(subsystem, "kernel") ? "kernel" : "user";
-	r = report_new(k, ss, kind ? kind : "");
+	ss = subsystem ? subsystem : "user";
+	r = report_new(k, "user", kind ? kind : "");
 	if (!r)
 		return odb_leave(t, ODB_ENOMEM);
+	/* the caller's string is copied (the core's own are static) */
+	snprintf(r->subsys_buf, sizeof(r->subsys_buf), "%s", ss);
+	r->pub.subsystem = r->subsys_buf;
 	if (text && *text)
 		report_line(r, "%s", text);
 	report_publish(k, r);

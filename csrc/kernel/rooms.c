@@ -1,15 +1,43 @@
 /* Boot order of the rooms (mm_init / kmem_cache_init / kasan_init /
- * debug_objects_mem_init).  Rooms are added by later subsystems. */
+ * debug_objects_mem_init).  Rooms are added by later subsystems.
+ *
+ *   debug_objects_early_init   static pool of 1024 trackers (start_kernel,
+ *                              before mm_init)
+ *   odb_slab_init              kmem_cache_init
+ *   debug_objects_mem_init     slab cache debug_objects_cache, replacement of
+ *                              the static trackers, selftest, CPU scaling
+ * Shutdown runs in reverse: debugobjects gives nothing back to the slab (its
+ * trackers live in the arena and go with it), so it may go first.
+ */
 #include "kernel/kernel.h"
 #include "kernel/rooms.h"
+#include "slab/slab.h"
+#include "debugobjects/debugobjects.h"
+
+int odb_slab_early_init(struct odb_kernel *k);
+
+/* Before the command line is parsed: the rooms' state that boot parameters
+ * write into (slub_debug=, odebug.slub_path=, ...). */
+int odb_rooms_early_init(struct odb_kernel *k)
+{
+	return odb_slab_early_init(k);
+}
 
 int odb_rooms_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 {
-	(void)k; (void)errbuf; (void)errlen;
-	return 0;
+	int ret;
+
+	ret = debug_objects_early_init(k, errbuf, errlen);
+	if (ret)
+		return ret;
+	ret = odb_slab_init(k, errbuf, errlen);
+	if (ret)
+		return ret;
+	return debug_objects_mem_init(k, errbuf, errlen);
 }
 
 void odb_rooms_exit(struct odb_kernel *k)
 {
-	(void)k;
+	debug_objects_exit(k);
+	odb_slab_exit(k);
 }

@@ -6,6 +6,7 @@
 #define ODB_KERNEL_ROOMS_H
 
 struct odb_kernel;
+int odb_rooms_early_init(struct odb_kernel *k);
 int odb_rooms_init(struct odb_kernel *k, char *errbuf, size_t errlen);
 void odb_rooms_exit(struct odb_kernel *k);
 

@@ -12,6 +12,7 @@
  * dladdr's dynamic symbols.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <elf.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -52,7 +53,26 @@ struct odb_depot {
 	struct elf_module *mods;
 	size_t nmods;
 	void *self_base;           /* load base of libodebug */
+	uintptr_t text_lo, text_hi; /* its executable segment: frame-pointer walk range */
 };
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct odb_depot *d = data;
+	uintptr_t me = (uintptr_t)(void *)odb_depot_init;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < hi) {
+			d->text_lo = lo;
+			d->text_hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
 
 int odb_depot_init(struct odb_kernel *k)
 {
@@ -64,6 +84,7 @@ int odb_depot_init(struct odb_kernel *k)
 	pthread_mutex_init(&d->lock, NULL);
 	if (dladdr((void *)odb_depot_init, &di))
 		d->self_base = di.dli_fbase;
+	dl_iterate_phdr(find_text, d);
 	k->depot = d;
 	return 0;
 }
@@ -143,12 +164,38 @@ out:
 	return handle;
 }
 
+/*
+ * The C frames: a frame-pointer walk while return addresses lie in odebug's
+ * own text (all of it is built with -fno-omit-frame-pointer), plus the first
+ * frame outside it (the caller).  Cheap enough for every tracked alloc/free;
+ * glibc's unwinder is the fallback where the range is unknown.
+ */
+static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, int max)
+{
+	void **fp = __builtin_frame_address(0);
+	int n = 0;
+
+	while (fp && n < max) {
+		void *ret = fp[1];
+		void **next = fp[0];
+
+		out[n++] = ret;
+		if ((uintptr_t)ret < d->text_lo || (uintptr_t)ret >= d->text_hi)
+			break;               /* the caller outside odebug: last frame */
+		if (next <= fp || (uintptr_t)next - (uintptr_t)fp > (1u << 20))
+			break;               /* not a sane frame chain */
+		fp = next;
+	}
+	return n;
+}
+
 uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 {
 	void *raw[DEPOT_RAW_FRAMES];
 	char py[256];
 	bool have_py = false;
-	int n = backtrace(raw, DEPOT_RAW_FRAMES);
+	int n = k->depot->text_hi ? fp_walk(k->depot, raw, DEPOT_RAW_FRAMES)
+				  : backtrace(raw, DEPOT_RAW_FRAMES);
 	unsigned int from = 1 + skip, cnt;
 
 	if (n < 0)
@@ -320,6 +367,32 @@ raw:
 	return true;
 }
 
+void odb_symbolise(struct odb_kernel *k, const void *pc, char *buf, size_t len)
+{
+	struct odb_depot *d = k->depot;
+
+	if (!pc) {
+		snprintf(buf, len, "0x0");
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (!symbolise(d, (void *)pc, buf, len))
+		snprintf(buf, len, "0x%lx", (unsigned long)(uintptr_t)pc);
+	pthread_mutex_unlock(&d->lock);
+}
+
+const char *stack_depot_py(struct odb_kernel *k, uint32_t handle, char *buf, size_t len)
+{
+	struct odb_depot *d = k->depot;
+
+	buf[0] = '\0';
+	pthread_mutex_lock(&d->lock);
+	if (handle && handle <= d->nr && d->recs[handle - 1]->py)
+		snprintf(buf, len, "%s", d->recs[handle - 1]->py);
+	pthread_mutex_unlock(&d->lock);
+	return buf;
+}
+
 typedef void (*line_fn)(void *ctx, const char *line);
 
 static bool depot_each_line(struct odb_kernel *k, uint32_t handle, line_fn fn, void *ctx)
@@ -400,8 +473,11 @@ void dump_stack(struct odb_kernel *k)
 	struct odb_task *t = odb_current(k);
 	uint32_t h = stack_depot_save_current(k, 1);
 
-	printk(k, "CPU: %d UID: 0 PID: %d Comm: %s Not tainted 6.12.0-odebug #1",
-	       t ? smp_processor_id_task(t) : 0, t ? t->pid : 0, t ? t->comm : "?");
+	char tb[48];
+
+	printk(k, "CPU: %d UID: 0 PID: %d Comm: %s %s 6.12.0-odebug #1",
+	       t ? smp_processor_id_task(t) : 0, t ? t->pid : 0, t ? t->comm : "?",
+	       print_tainted(k, tb, sizeof(tb)));
 	printk(k, "Call Trace:\n <TASK>");
 	depot_each_line(k, h, to_printk, k);
 	printk(k, " </TASK>");

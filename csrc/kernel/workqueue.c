@@ -39,6 +39,21 @@ static void wq_insert(struct odb_kernel *k, struct odb_work *w)
 	w->pending = true;
 }
 
+/* The time at which jiffies reaches (jiffies now + delay), as a timer armed
+ * with expires = jiffies + delay fires; saturates ("never") on overflow. */
+static uint64_t due_after(struct odb_kernel *k, uint64_t now, uint64_t delay)
+{
+	uint64_t rel = (uint64_t)((unsigned __int128)now * k->hz / NSEC_PER_SEC);
+	unsigned __int128 n;
+
+	if (!delay)
+		return now;
+	if (delay > UINT64_MAX - rel)
+		return UINT64_MAX;
+	n = ((unsigned __int128)(rel + delay) * NSEC_PER_SEC + k->hz - 1) / k->hz;
+	return n > UINT64_MAX ? UINT64_MAX : (uint64_t)n;
+}
+
 static bool queue_at(struct odb_kernel *k, struct odb_work *w, uint64_t delay)
 {
 	bool queued = false;
@@ -46,7 +61,7 @@ static bool queue_at(struct odb_kernel *k, struct odb_work *w, uint64_t delay)
 
 	pthread_mutex_lock(&k->wq_lock);
 	if (!w->pending) {
-		w->due_ns = ktime_get_ns(k) + (delay ? jiffies_to_nsecs(k, delay) : 0);
+		w->due_ns = due_after(k, ktime_get_ns(k), delay);
 		w->cpu = cpu;
 		wq_insert(k, w);
 		queued = true;
@@ -89,6 +104,8 @@ static void run_work_locked(struct odb_kernel *k, struct odb_work *w)
 	pthread_mutex_lock(&k->wq_lock);
 	w->running = false;
 	w->runner = NULL;
+	if (w->free_after_run)
+		free(w);            /* odb_work_destroy from inside its own callback */
 	pthread_cond_broadcast(&k->wq_cond);
 }
 
@@ -151,6 +168,10 @@ static void *worker_main(void *arg)
 		}
 		w = list_entry(k->wq_list.next, struct odb_work, node);
 		now = ktime_get_ns(k);
+		if (w->due_ns > now && w->due_ns > UINT64_MAX - k->boot_host_ns) {
+			pthread_cond_wait(&k->wq_cond, &k->wq_lock);   /* "never" */
+			continue;
+		}
 		if (w->due_ns > now) {
 			uint64_t abs = k->boot_host_ns + w->due_ns;
 			struct timespec ts = {
@@ -225,7 +246,14 @@ int odb_advance(odb_kernel *k, uint64_t ns)
 	if (t->in_work)
 		return odb_leave(t, odb_err(k, ODB_ESTATE, "advance() called from a work item"));
 	pthread_mutex_lock(&k->advance_lock);
-	target = atomic_load(&k->now_ns) + ns;
+	target = atomic_load(&k->now_ns);
+	if (ns > UINT64_MAX - target) {
+		pthread_mutex_unlock(&k->advance_lock);
+		return odb_leave(t, odb_err(k, ODB_ERANGE,
+					    "advance: %llu ns would overflow the clock",
+					    (unsigned long long)ns));
+	}
+	target += ns;
 	pthread_mutex_lock(&k->wq_lock);
 	for (;;) {
 		struct odb_work *w;
@@ -262,10 +290,26 @@ odb_work *odb_work_create(odb_kernel *k, odb_work_fn fn, void *arg)
 
 void odb_work_destroy(odb_kernel *k, odb_work *w)
 {
+	struct odb_task *t;
+
 	if (!w)
 		return;
 	cancel_delayed_work_sync(k, w);
+	t = pthread_getspecific(k->task_key);
+	pthread_mutex_lock(&k->wq_lock);
+	if (w->running && w->runner == t) {
+		/* called from its own callback: the runner frees it on return */
+		w->free_after_run = true;
+		pthread_mutex_unlock(&k->wq_lock);
+		return;
+	}
+	pthread_mutex_unlock(&k->wq_lock);
 	free(w);
+}
+
+bool odb_wq_is_worker(struct odb_kernel *k)
+{
+	return k->worker_started && pthread_equal(pthread_self(), k->worker);
 }
 
 bool odb_schedule_work(odb_kernel *k, odb_work *w)
@@ -301,8 +345,9 @@ uint64_t odb_work_due(odb_kernel *k, odb_work *w)
 
 	pthread_mutex_lock(&k->wq_lock);
 	if (w->pending) {
+		/* jiffies at the due time: the timer's expires */
 		unsigned __int128 j = (unsigned __int128)w->due_ns * k->hz;
-		due = INITIAL_JIFFIES(k->hz) + (uint64_t)DIV_ROUND_UP(j, NSEC_PER_SEC);
+		due = INITIAL_JIFFIES(k->hz) + (uint64_t)(j / NSEC_PER_SEC);
 	}
 	pthread_mutex_unlock(&k->wq_lock);
 	return due;

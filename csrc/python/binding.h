@@ -17,6 +17,7 @@ typedef struct {
 	PyObject *KernelType;
 	PyObject *WorkType;
 	PyObject *RawType;
+	PyObject *CacheType;      /* slab.c */
 	PyObject *Error;          /* odebug.Error */
 	PyObject *InvalidArgument;/* Error, ValueError */
 	PyObject *ClosedError;    /* Error, RuntimeError */
@@ -72,5 +73,6 @@ KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open);
  * returns 0 or -1 with an exception set.  The list is NULL-terminated. */
 typedef int (*odb_py_room_init)(PyObject *module, core_state *st);
 extern const odb_py_room_init odb_py_rooms[];
+int odb_py_slab_init(PyObject *module, core_state *st);
 
 #endif

@@ -15,6 +15,42 @@
 #include "python/binding.h"
 
 
+/* ---- argument converters ("O&"): unlike "K"/"I", they refuse values that do not fit
+ * (OverflowError) instead of silently wrapping them. -------------------------------- */
+static int conv_u64(PyObject *o, void *out)
+{
+	unsigned long long v = PyLong_AsUnsignedLongLong(o);
+
+	if (v == (unsigned long long)-1 && PyErr_Occurred())
+		return 0;
+	*(unsigned long long *)out = v;
+	return 1;
+}
+
+static int conv_ulong(PyObject *o, void *out)
+{
+	unsigned long v = PyLong_AsUnsignedLong(o);
+
+	if (v == (unsigned long)-1 && PyErr_Occurred())
+		return 0;
+	*(unsigned long *)out = v;
+	return 1;
+}
+
+static int conv_uint(PyObject *o, void *out)
+{
+	unsigned long v = PyLong_AsUnsignedLong(o);
+
+	if (v == (unsigned long)-1 && PyErr_Occurred())
+		return 0;
+	if (v > UINT_MAX) {
+		PyErr_SetString(PyExc_OverflowError, "value too large for an unsigned int");
+		return 0;
+	}
+	*(unsigned int *)out = (unsigned int)v;
+	return 1;
+}
+
 /* ---- errors ---------------------------------------------------------------------- */
 static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct odb_report *r);
 
@@ -192,8 +228,9 @@ static int Kernel_init(KernelObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Kernel already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|IKsKsIIz", kwlist, &cpus, &ram, &clock,
-					 &seed, &cmdline, &hz, &nr_cpus, &skip))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&sKsO&O&z", kwlist, conv_uint, &cpus,
+					 conv_u64, &ram, &clock, &seed, &cmdline, conv_uint, &hz,
+					 conv_uint, &nr_cpus, &skip))
 		return -1;
 	odb_config_init(&cfg);
 	cfg.cpus = cpus;
@@ -416,7 +453,8 @@ static PyObject *Kernel_alloc_pages(KernelObject *self, PyObject *args, PyObject
 	odb_addr_t addr;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|II", kwlist, &order, &gfp))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&", kwlist, conv_uint, &order,
+					 conv_uint, &gfp))
 		return NULL;
 	CHECK_OPEN(self);
 	ret = odb_alloc_pages(self->k, gfp, order, &addr);
@@ -451,18 +489,30 @@ static PyObject *Kernel_raw(KernelObject *self, PyObject *args)
 	Py_ssize_t n;
 	void *p;
 	RawObject *r;
-	PyObject *mv;
+	PyObject *mv, *addr_o;
+	char msg[128];
 
-	if (!PyArg_ParseTuple(args, "Kn", &addr, &n))
+	if (!PyArg_ParseTuple(args, "O!n", &PyLong_Type, &addr_o, &n))
 		return NULL;
 	if (!self->k)
 		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
 	if (n < 0)
 		return PyErr_Format(self->st->InvalidArgument, "raw: negative length %zd", n), NULL;
-	p = odb_host_ptr(self->k, addr, (size_t)n);
-	if (!p)
+	addr = PyLong_AsUnsignedLongLong(addr_o);
+	if (addr == (unsigned long long)-1 && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+			return NULL;
+		PyErr_Clear();
 		return PyErr_Format(self->st->InvalidArgument,
-				    "raw: [0x%llx, +%zd) is outside the kernel's memory", addr, n), NULL;
+				    "raw: %R is not a 64-bit address", addr_o), NULL;
+	}
+	p = odb_host_ptr(self->k, addr, (size_t)n);
+	if (!p) {
+		/* PyErr_Format has no %llx before 3.12: format here */
+		snprintf(msg, sizeof(msg), "raw: [0x%llx, +%zd) is outside the kernel's memory",
+			 addr, n);
+		return PyErr_SetString(self->st->InvalidArgument, msg), NULL;
+	}
 	r = PyObject_GC_New(RawObject, (PyTypeObject *)self->st->RawType);
 	if (!r)
 		return NULL;
@@ -505,8 +555,9 @@ static PyObject *Kernel_fault_set(KernelObject *self, PyObject *args, PyObject *
 	long times = -1, space = 0;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "sk|kllk", kwlist, &name, &probability,
-					 &interval, &times, &space, &verbose))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sO&|O&llO&", kwlist, &name, conv_ulong,
+					 &probability, conv_ulong, &interval, &times, &space,
+					 conv_ulong, &verbose))
 		return NULL;
 	CHECK_OPEN(self);
 	ret = odb_fault_set(self->k, name, probability, interval, times, space, verbose);
@@ -521,7 +572,7 @@ static PyObject *Kernel_fault_set_flag(KernelObject *self, PyObject *args)
 	unsigned long v;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "ssk", &name, &knob, &v))
+	if (!PyArg_ParseTuple(args, "ssO&", &name, &knob, conv_ulong, &v))
 		return NULL;
 	CHECK_OPEN(self);
 	ret = odb_fault_set_flag(self->k, name, knob, v);
@@ -652,11 +703,14 @@ static void work_trampoline(odb_kernel *k, void *arg)
 {
 	WorkObject *w = arg;
 	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *r = PyObject_CallNoArgs(w->fn);
+	/* own reference: the Work (even the kernel) may be collected inside fn */
+	PyObject *fn = Py_NewRef(w->fn);
+	PyObject *r = PyObject_CallNoArgs(fn);
 
 	if (!r)
-		PyErr_WriteUnraisable(w->fn);
+		PyErr_WriteUnraisable(fn);
 	Py_XDECREF(r);
+	Py_DECREF(fn);
 	PyGILState_Release(g);
 }
 
@@ -733,7 +787,7 @@ static PyObject *Work_schedule(WorkObject *self, PyObject *args, PyObject *kw)
 	unsigned long long delay = 0;
 	bool q;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|K", kwlist, &delay))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&", kwlist, conv_u64, &delay))
 		return NULL;
 	WORK_READY(self);
 	CHECK_OPEN(self->kernel);
@@ -1030,6 +1084,7 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
 	Py_VISIT(st->KernelType);
 	Py_VISIT(st->WorkType);
 	Py_VISIT(st->RawType);
+	Py_VISIT(st->CacheType);
 	Py_VISIT(st->Error);
 	Py_VISIT(st->InvalidArgument);
 	Py_VISIT(st->ClosedError);
@@ -1046,6 +1101,7 @@ static int core_clear(PyObject *m)
 	Py_CLEAR(st->KernelType);
 	Py_CLEAR(st->WorkType);
 	Py_CLEAR(st->RawType);
+	Py_CLEAR(st->CacheType);
 	Py_CLEAR(st->Error);
 	Py_CLEAR(st->InvalidArgument);
 	Py_CLEAR(st->ClosedError);

@@ -1,6 +1,11 @@
 /* The rooms' binding hooks, called from the module's exec slot in order. */
 #include "python/binding.h"
 
+int odb_py_slab_init(PyObject *module, core_state *st);           /* python/slab.c */
+int odb_py_debugobjects_init(PyObject *module, core_state *st);   /* python/debugobjects.c */
+
 const odb_py_room_init odb_py_rooms[] = {
+	odb_py_slab_init,
+	odb_py_debugobjects_init,
 	NULL,
 };

@@ -256,6 +256,226 @@ ODB_API const char *odb_cmdline(odb_kernel *k);
  * -> "1"), malloc'd (odb_free); NULL if unknown. */
 ODB_API char *odb_param_get(odb_kernel *k, const char *name);
 
+
+/* ---- the slab allocator (mm/slub.c with slub_debug) ----------------------------
+ * Objects are arena addresses.  Caches are owned by the kernel: a pointer is
+ * valid until odb_kmem_cache_destroy() or the kernel's destruction. */
+typedef struct kmem_cache odb_cache;
+
+/* SLAB_* flags (include/linux/slab.h values, v4.x-v6.7). */
+#define ODB_SLAB_CONSISTENCY_CHECKS 0x00000100U   /* F */
+#define ODB_SLAB_RED_ZONE           0x00000400U   /* Z */
+#define ODB_SLAB_POISON             0x00000800U   /* P */
+#define ODB_SLAB_KMALLOC            0x00001000U   /* a kmalloc-type cache (orig_size with U) */
+#define ODB_SLAB_HWCACHE_ALIGN      0x00002000U
+#define ODB_SLAB_STORE_USER         0x00010000U   /* U */
+#define ODB_SLAB_TYPESAFE_BY_RCU    0x00080000U
+#define ODB_SLAB_TRACE              0x00200000U   /* T */
+#define ODB_SLAB_DEBUG_OBJECTS      0x00400000U
+#define ODB_SLAB_NOLEAKTRACE        0x00800000U
+#define ODB_SLAB_NO_MERGE           0x01000000U
+#define ODB_SLAB_FAILSLAB           0x02000000U   /* A */
+#define ODB_SLAB_NO_USER_FLAGS      0x10000000U   /* ignore slub_debug= (KUnit caches) */
+#define ODB_ZERO_SIZE_PTR           ((odb_addr_t)16)
+
+/* "FZPUTA" (any case, '-' clears) -> SLAB_* bits; ODB_EINVAL names a bad letter. */
+ODB_API int odb_slab_flags_parse(odb_kernel *k, const char *letters, unsigned int *flags);
+/* The debug letters of flags ("FZPU"), into buf. */
+ODB_API void odb_slab_flags_letters(unsigned int flags, char *buf, size_t len);
+
+/* kmem_cache_create: flags are ORed with slub_debug= unless NO_USER_FLAGS.
+ * ctor (may be NULL) runs on every object of a new slab. */
+typedef void (*odb_ctor_fn)(odb_kernel *k, odb_addr_t object, void *ctx);
+ODB_API int odb_kmem_cache_create(odb_kernel *k, const char *name, unsigned int size,
+				  unsigned int align, unsigned int flags, odb_ctor_fn ctor,
+				  void *ctor_ctx, odb_cache **out);
+/* kmem_cache_destroy: leaked objects are reported ("Objects remaining ...")
+ * and their memory is reclaimed. */
+ODB_API int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s);
+ODB_API odb_cache *odb_kmem_cache_find(odb_kernel *k, const char *name);
+/* Up to max caches in creation order; returns the total number. */
+ODB_API size_t odb_kmem_cache_list(odb_kernel *k, odb_cache **out, size_t max);
+/* Allocation failure is ODB_ENOMEM (a normal outcome). */
+ODB_API int odb_kmem_cache_alloc(odb_kernel *k, odb_cache *s, unsigned int gfp, odb_addr_t *out);
+/* kmalloc of size bytes from s (a kmalloc-type cache: orig_size tracking). */
+ODB_API int odb_kmem_cache_kmalloc(odb_kernel *k, odb_cache *s, size_t size, unsigned int gfp,
+				   odb_addr_t *out);
+ODB_API int odb_kmem_cache_free(odb_kernel *k, odb_cache *s, odb_addr_t x);
+/* kmem_cache_alloc_bulk: all n or none (ODB_ENOMEM). */
+ODB_API int odb_kmem_cache_alloc_bulk(odb_kernel *k, odb_cache *s, unsigned int gfp, size_t n,
+				      odb_addr_t *out);
+ODB_API int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_addr_t *p);
+/* kmalloc(0) gives ODB_ZERO_SIZE_PTR; > 8192 bytes comes from the page allocator. */
+ODB_API int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
+ODB_API int odb_kfree(odb_kernel *k, odb_addr_t x);
+ODB_API int odb_ksize(odb_kernel *k, odb_addr_t x, size_t *out);
+ODB_API int odb_krealloc(odb_kernel *k, odb_addr_t p, size_t new_size, unsigned int gfp,
+			 odb_addr_t *out);
+/* The calling thread's running count of slab errors under the KUnit rule
+ * (lib/slub_kunit.c's "slab_errors"): take a difference around any call. */
+ODB_API unsigned long odb_slab_errors(odb_kernel *k);
+/* validate_slab_cache: *errors gets the KUnit-rule error count. */
+ODB_API int odb_kmem_cache_validate(odb_kernel *k, odb_cache *s, long *errors);
+
+struct odb_cache_info {
+	char name[64];
+	unsigned int object_size, size, align, offset, inuse, red_left_pad;
+	unsigned int order, objects_per_slab, min_partial, cpu_partial;
+	unsigned int flags;           /* SLAB_* incl. internal __OBJECT_POISON/__CMPXCHG_DOUBLE */
+	char letters[8];              /* debug letters, "" for none */
+	bool kmalloc, cmpxchg_double, object_poison;
+	unsigned int info_end;        /* where tracks start (object-relative) */
+	unsigned long nr_slabs, total_objects, nr_partial;
+	unsigned long active_objs;    /* /proc/slabinfo's (node partial free counted) */
+	unsigned int kasan_meta_size;
+};
+ODB_API int odb_kmem_cache_info(odb_kernel *k, odb_cache *s, struct odb_cache_info *out);
+/* CONFIG_SLUB_STATS: names in the kernel's order. */
+ODB_API unsigned int odb_slub_stat_count(void);
+ODB_API const char *odb_slub_stat_name(unsigned int i);
+/* Sums over vCPUs into out[odb_slub_stat_count()]; per_cpu (may be NULL) gets
+ * [cpu * count + i]. */
+ODB_API int odb_kmem_cache_stats(odb_kernel *k, odb_cache *s, uint64_t *out, uint64_t *per_cpu);
+/* /proc/slabinfo (version 2.1), malloc'd (odb_free). */
+ODB_API char *odb_slabinfo_text(odb_kernel *k);
+/* Which cache and object an address belongs to: ODB_OK with the cache and
+ * the object start, ODB_ENOENT if not a slab address. */
+ODB_API int odb_slab_object(odb_kernel *k, odb_addr_t a, odb_cache **s, odb_addr_t *object);
+
+/* ---- microbenchmarks (C loops, nothing else in the timed region) -------------- */
+/* n alloc+free pairs on s, in batches of `batch` live objects (1 = pairs). */
+ODB_API int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int batch,
+				 uint64_t *elapsed_ns);
+/* The same loop on glibc malloc/free of size bytes. */
+ODB_API int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, uint64_t *elapsed_ns);
+
+/* ---- debug objects (lib/debugobjects.c, the v5.3 design) ----------------------
+ * Lifetime tracking of objects by address: a tracker per address in a
+ * 16384-bucket hash (by 4 KiB chunk), a state machine per tracker, warnings
+ * ("ODEBUG: <op> <state> ...", first 5 printed, all counted) and fixup
+ * callbacks.  Addresses are any 64-bit values (arena addresses, or stand-ins
+ * for static objects); descriptors are owned by the caller and must outlive
+ * every tracker that uses them (the kernel's are static).
+ *
+ * Every call is a no-op returning ODB_OK (activate: 0) while debug objects are
+ * disabled (no_debug_objects, after an OOM or a failed selftest).  Callbacks
+ * run with no odebug lock held and may call these functions again (k is the
+ * kernel that called them).  A printed warning under panic_on_warn makes the
+ * outermost call return ODB_EBUG (the operation itself is complete). */
+enum odb_debug_obj_state {
+	ODB_ODEBUG_STATE_NONE = 0,
+	ODB_ODEBUG_STATE_INIT = 1,
+	ODB_ODEBUG_STATE_INACTIVE = 2,
+	ODB_ODEBUG_STATE_ACTIVE = 3,
+	ODB_ODEBUG_STATE_DESTROYED = 4,
+	ODB_ODEBUG_STATE_NOTAVAILABLE = 5,
+	ODB_ODEBUG_STATE_MAX = 6,
+};
+
+/* struct debug_obj_descr.  Every callback is optional (NULL: none); a fixup
+ * returns true iff it fixed something (the kernel then counts a fixup). */
+struct odb_debug_obj_descr {
+	const char *name;                 /* type name printed in warnings */
+	void *ctx;                        /* passed to every callback */
+	/* an address identifying the object (printed with %pS; 0 prints 0x0) */
+	odb_addr_t (*debug_hint)(odb_kernel *k, odb_addr_t addr, void *ctx);
+	/* optional: the %pS text of the hint (takes precedence over debug_hint
+	 * when it returns true) */
+	bool (*debug_hint_text)(odb_kernel *k, odb_addr_t addr, void *ctx, char *buf, size_t len);
+	bool (*is_static_object)(odb_kernel *k, odb_addr_t addr, void *ctx);
+	bool (*fixup_init)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
+	bool (*fixup_activate)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
+	bool (*fixup_destroy)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
+	bool (*fixup_free)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
+	bool (*fixup_assert_init)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
+};
+
+/* The API of include/linux/debugobjects.h.  ODB_EINVAL (with a message) for a
+ * NULL descriptor or one without a name. */
+ODB_API int odb_debug_object_init(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *d);
+/* As init, for an object on the calling thread's stack (host stack bounds). */
+ODB_API int odb_debug_object_init_on_stack(odb_kernel *k, odb_addr_t addr,
+					   const struct odb_debug_obj_descr *d);
+/* Returns 0 or -EINVAL (== ODB_EINVAL with odb_strerror() empty) as the
+ * kernel's does; other ODB_* codes for failures. */
+ODB_API int odb_debug_object_activate(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *d);
+ODB_API int odb_debug_object_deactivate(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *d);
+ODB_API int odb_debug_object_destroy(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *d);
+ODB_API int odb_debug_object_free(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *d);
+ODB_API int odb_debug_object_assert_init(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *d);
+ODB_API int odb_debug_object_active_state(odb_kernel *k, odb_addr_t addr,
+					  const struct odb_debug_obj_descr *d,
+					  unsigned int expect, unsigned int next);
+/* debug_check_no_obj_freed(addr, size): the free-range check.  ODB_ERANGE if
+ * addr + size overflows or size > 1 TiB. */
+ODB_API int odb_debug_check_no_obj_freed(odb_kernel *k, odb_addr_t addr, uint64_t size);
+/* The tracker of addr: ODB_OK with its state and astate, or ODB_ENOENT.
+ * (A test helper: no warning, no counter change.) */
+ODB_API int odb_debug_object_lookup(odb_kernel *k, odb_addr_t addr, int *state, unsigned int *astate);
+
+/* The twelve lines of /sys/kernel/debug/debug_objects/stats (v5.3), as values. */
+struct odb_debug_objects_stats {
+	int64_t max_chain, max_checked, warnings, fixups;
+	int64_t pool_free, pool_pcp_free, pool_min_free, pool_used, pool_max_used;
+	int64_t on_free_list, objs_allocated, objs_freed;
+};
+ODB_API int odb_debug_objects_stats(odb_kernel *k, struct odb_debug_objects_stats *out);
+/* The stats file's text, byte-identical to v5.3 (malloc'd, odb_free). */
+ODB_API char *odb_debug_objects_stats_text(odb_kernel *k);
+
+/* Raw internals for tests and models (uncorrected pool counters). */
+struct odb_debug_objects_internals {
+	bool enabled;                 /* debug_objects_enabled */
+	bool obj_cache;               /* the slab cache exists (per-CPU pools on) */
+	bool eager;                   /* odebug.objects_free=eager */
+	bool obj_freeing;             /* lazy: the freeing work is scheduled */
+	bool work_pending;            /* the work item is queued */
+	int obj_pool_free, obj_pool_min_free, obj_pool_used, obj_pool_max_used;
+	int obj_nr_tofree;
+	int pool_size, pool_min_level;   /* debug_objects_pool_size / _min_level */
+	int nr_cpus;
+	int pcp_free[ODB_MAX_CPUS];   /* per-vCPU free list lengths */
+	int64_t hashed;               /* trackers in the hash */
+	int64_t work_runs;            /* free_obj_work invocations */
+	int64_t trylock_failed;       /* of which the trylock failed */
+	bool selftest_passed;
+};
+ODB_API int odb_debug_objects_internals(odb_kernel *k, struct odb_debug_objects_internals *out);
+ODB_API bool odb_debug_objects_enabled(odb_kernel *k);
+/* Test hook: make the next n trylocks of pool_lock in free_obj_work fail. */
+ODB_API int odb_debug_objects_fail_trylock(odb_kernel *k, unsigned int n);
+/* Bounds of the calling thread's stack, as init_on_stack checks them. */
+ODB_API int odb_debug_objects_stack_bounds(odb_kernel *k, odb_addr_t *lo, odb_addr_t *hi);
+
+/* ---- scenario: object churn (the 2019 seed's workload, imitated) ---------------
+ * Waves of short-lived tracked objects on every vCPU: each round, each vCPU
+ * inits + activates a wave (wave/2 .. wave*3/2 objects, from the seed) and
+ * deactivates + frees the wave made `lifetime` rounds earlier, so about
+ * wave * lifetime * vCPUs objects are live at the peak.  With the virtual
+ * clock, time advances by advance_ns after every round (the freeing work runs
+ * then; work queued for "now", the eager policy's, runs after each vCPU's
+ * turn).  threads: one pthread per vCPU (else round-robin in the caller,
+ * deterministic).  Addresses are synthetic (no slab objects behind them). */
+struct odb_object_churn {
+	unsigned int rounds;
+	unsigned int wave;
+	unsigned int lifetime;      /* >= 1 */
+	bool threads;
+	uint64_t advance_ns;
+	uint64_t seed;
+	/* > 0: the wave size follows a triangle of this many rounds between
+	 * 0.25x and 1.75x (phases of a build: jobs starting and finishing) */
+	unsigned int phase_rounds;
+};
+struct odb_object_churn_result {
+	uint64_t cycles;            /* init+activate+deactivate+free cycles done */
+	uint64_t elapsed_ns;        /* host time spent in the churn (all vCPUs, wall) */
+	uint64_t peak_live;
+	uint64_t virtual_ns;        /* kernel time advanced */
+};
+ODB_API int odb_object_churn(odb_kernel *k, const struct odb_object_churn *cfg,
+			     struct odb_object_churn_result *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,1726 @@
+/*
+ * debugobjects: object lifetime tracking as lib/debugobjects.c does it in
+ * Linux v5.3 (the pool after Waiman Long's 2019 series, whose patch 4/5 is
+ * "less aggressive freeing of excess debug objects"), written from the
+ * behavioural spec (shared/spec/debugobjects.md), not from kernel source.
+ *
+ * Pieces, with the kernel's names:
+ *   tracker     struct debug_obj in a 16384-bucket hash keyed by 4 KiB chunk
+ *               (get_bucket, lookup_object), per-bucket raw spinlocks;
+ *   pool        static boot pool of 1024 trackers, then a slab cache
+ *               (debug_objects_cache); global obj_pool under pool_lock,
+ *               per-vCPU free lists of <= 64 with 16-object lookahead both
+ *               ways (alloc_object, __free_object), fill_pool in batches of
+ *               16 (with the v5.3 obj_pool_min_free quirk), obj_to_free
+ *               returned to the slab by free_obj_work;
+ *   policies    lazy (v5.3, default): delayed work at HZ/10 guarded by
+ *               obj_freeing, to-free list capped at ODEBUG_FREE_WORK_MAX
+ *               with the extra 16-tracker batch, a run that finds the pool
+ *               below full only refills;  eager (patches 1-3, spec 5.8):
+ *               immediate schedule_work whenever a free went to the to-free
+ *               list, refill then free the rest in the same run;
+ *   API         debug_object_{init,init_on_stack,activate,deactivate,destroy,
+ *               free,assert_init,active_state}, debug_check_no_obj_freed,
+ *               warnings (debug_print_object, 5 printed), fixups
+ *               (debug_object_fixup), OOM (debug_objects_oom), the boot
+ *               sequence and the selftest.
+ *
+ * Locking: vCPU irq lock > bucket lock > pool_lock (kernel/kernel.h).  No
+ * lock is held while a descriptor callback runs (warnings are printed, hints
+ * computed, fixups and is_static_object called after the bucket lock is
+ * dropped, as in v5.3 after patch 5/5); the tracker's fields are copied under
+ * the lock first, so a concurrent free cannot make the warning read freed
+ * memory (the copy is what later kernels print too).
+ *
+ * Deliberate deviation: the endless rescan of debug_check_no_obj_freed (an
+ * ACTIVE object whose fixup_free does not remove it is found again, forever,
+ * in every kernel version) is bounded: within one call, an ACTIVE object is
+ * warned about and fixed up at most once; if it is still there on the rescan
+ * it is left tracked and skipped.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernel/kernel.h"
+#include "kernel/params.h"
+#include "slab/slab.h"
+#include "debugobjects/debugobjects.h"
+
+/* ---- hlist (include/linux/list.h semantics) ------------------------------------ */
+struct hlist_node { struct hlist_node *next, **pprev; };
+struct hlist_head { struct hlist_node *first; };
+
+static inline void hlist_add_head(struct hlist_node *n, struct hlist_head *h)
+{
+	n->next = h->first;
+	if (h->first)
+		h->first->pprev = &n->next;
+	h->first = n;
+	n->pprev = &h->first;
+}
+
+static inline void hlist_del(struct hlist_node *n)
+{
+	*n->pprev = n->next;
+	if (n->next)
+		n->next->pprev = n->pprev;
+	n->next = NULL;
+	n->pprev = NULL;
+}
+
+/* Move the whole list from old to new (new must be empty). */
+static inline void hlist_move_list(struct hlist_head *old, struct hlist_head *new)
+{
+	new->first = old->first;
+	if (new->first)
+		new->first->pprev = &new->first;
+	old->first = NULL;
+}
+
+/* ---- data ------------------------------------------------------------------------ */
+struct debug_obj {
+	struct hlist_node node;
+	debug_obj_state_t state;
+	unsigned int astate;
+	odb_addr_t object;
+	const struct debug_obj_descr *descr;
+};
+
+struct debug_bucket {
+	struct hlist_head list;
+	raw_spinlock_t lock;
+};
+
+/* Per-vCPU free list; protected by that vCPU's "interrupts disabled". */
+struct debug_percpu_free {
+	struct hlist_head free_objs;
+	int obj_free;
+} __attribute__((aligned(64)));
+
+/* The selftest's object type (lib/debugobjects.c: struct self_test). */
+struct self_test {
+	unsigned long dummy1[6];
+	int static_init;
+	unsigned long dummy2[3];
+};
+
+struct debug_objects {
+	/* configuration (boot parameters) */
+	int debug_objects_enabled;            /* READ_ONCE/WRITE_ONCE */
+	enum odebug_free_policy policy;
+	enum odebug_warn_format warn_format;
+	bool selftest;                        /* CONFIG_DEBUG_OBJECTS_SELFTEST */
+
+	struct debug_bucket *obj_hash;        /* [ODEBUG_HASH_SIZE] */
+	struct debug_obj *obj_static_pool;    /* [ODEBUG_POOL_SIZE] */
+	bool early_done;
+
+	raw_spinlock_t pool_lock;
+	struct hlist_head obj_pool;
+	int obj_pool_min_free;
+	int obj_pool_free;
+	int obj_pool_used;
+	int obj_pool_max_used;
+	bool obj_freeing;
+	int obj_nr_tofree;
+	struct hlist_head obj_to_free;
+
+	struct debug_percpu_free *percpu_obj_pool;   /* [nr_cpu_ids] */
+	struct kmem_cache *obj_cache;
+
+	int debug_objects_maxchain;
+	int debug_objects_maxchecked;
+	int64_t debug_objects_fixups;
+	int64_t debug_objects_warnings;
+	int debug_objects_pool_size;
+	int debug_objects_pool_min_level;
+	int64_t debug_objects_allocated;
+	int64_t debug_objects_freed;
+
+	const struct debug_obj_descr *descr_test;
+	struct odb_work debug_obj_work;
+	int print_limit;                      /* debug_print_object's "limit" */
+	int stack_limit;                      /* debug_object_is_on_stack's "limit" */
+
+	/* the selftest's fixture */
+	struct self_test selftest_obj;
+	struct debug_obj_descr descr_type_test;
+	bool selftest_passed;
+
+	/* test hooks and accounting */
+	int fail_trylock;
+	int64_t work_runs, trylock_failed;
+};
+
+static const char *const obj_states[ODEBUG_STATE_MAX] = {
+	[ODEBUG_STATE_NONE]		= "none",
+	[ODEBUG_STATE_INIT]		= "initialized",
+	[ODEBUG_STATE_INACTIVE]		= "inactive",
+	[ODEBUG_STATE_ACTIVE]		= "active",
+	[ODEBUG_STATE_DESTROYED]	= "destroyed",
+	[ODEBUG_STATE_NOTAVAILABLE]	= "not available",
+};
+
+static inline struct debug_objects *dobj(struct odb_kernel *k)
+{
+	return (struct debug_objects *)k->debugobjects;
+}
+
+#define ADD_ONCE(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+
+static inline void max_once(int *p, int v)
+{
+	int cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED))
+		;
+}
+
+static inline bool enabled(struct debug_objects *d)
+{
+	return d && READ_ONCE(d->debug_objects_enabled);
+}
+
+/* The kernel's room struct is made by the first boot parameter that needs
+ * it, or by early init. */
+static struct debug_objects *dobj_alloc(struct odb_kernel *k)
+{
+	struct debug_objects *d = dobj(k);
+
+	if (d)
+		return d;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->debug_objects_enabled = 1;         /* CONFIG_DEBUG_OBJECTS_ENABLE_DEFAULT=1 */
+	d->policy = ODEBUG_FREE_LAZY;
+	d->warn_format = ODEBUG_WARN_V62;
+	d->selftest = true;
+	k->debugobjects = d;
+	return d;
+}
+
+/* ---- boot parameters ------------------------------------------------------------------- */
+/* early_param("debug_objects") / ("no_debug_objects"): the value is ignored. */
+int debug_objects_param_enable(struct odb_kernel *k, const char *val)
+{
+	struct debug_objects *d = dobj_alloc(k);
+
+	if (!d)
+		return ODB_ENOMEM;
+	d->debug_objects_enabled = 1;
+	return 0;
+}
+
+int debug_objects_param_disable(struct odb_kernel *k, const char *val)
+{
+	struct debug_objects *d = dobj_alloc(k);
+
+	if (!d)
+		return ODB_ENOMEM;
+	d->debug_objects_enabled = 0;
+	return 0;
+}
+
+void debug_objects_param_enable_get(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d", enabled(dobj(k)) ? 1 : 0);
+}
+
+void debug_objects_param_disable_get(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d", enabled(dobj(k)) ? 0 : 1);
+}
+
+int debug_objects_param_free(struct odb_kernel *k, const char *val)
+{
+	struct debug_objects *d = dobj_alloc(k);
+
+	if (!d)
+		return ODB_ENOMEM;
+	if (val && !strcmp(val, "lazy"))
+		d->policy = ODEBUG_FREE_LAZY;
+	else if (val && !strcmp(val, "eager"))
+		d->policy = ODEBUG_FREE_EAGER;
+	else
+		return odb_err(k, ODB_EINVAL,
+			       "odebug.objects_free: `%s' invalid for parameter `odebug.objects_free' (lazy or eager)",
+			       val ? val : "");
+	return 0;
+}
+
+void debug_objects_param_free_get(struct odb_kernel *k, char *buf, size_t len)
+{
+	struct debug_objects *d = dobj(k);
+
+	snprintf(buf, len, "%s", d && d->policy == ODEBUG_FREE_EAGER ? "eager" : "lazy");
+}
+
+int debug_objects_param_warn(struct odb_kernel *k, const char *val)
+{
+	struct debug_objects *d = dobj_alloc(k);
+
+	if (!d)
+		return ODB_ENOMEM;
+	if (val && !strcmp(val, "v6.2"))
+		d->warn_format = ODEBUG_WARN_V62;
+	else if (val && !strcmp(val, "v5.3"))
+		d->warn_format = ODEBUG_WARN_V53;
+	else
+		return odb_err(k, ODB_EINVAL,
+			       "odebug.objects_warn: `%s' invalid for parameter `odebug.objects_warn' (v6.2 or v5.3)",
+			       val ? val : "");
+	return 0;
+}
+
+void debug_objects_param_warn_get(struct odb_kernel *k, char *buf, size_t len)
+{
+	struct debug_objects *d = dobj(k);
+
+	snprintf(buf, len, "%s", d && d->warn_format == ODEBUG_WARN_V53 ? "v5.3" : "v6.2");
+}
+
+/* odebug.objects_selftest=on|off: CONFIG_DEBUG_OBJECTS_SELFTEST (default on). */
+int debug_objects_param_selftest(struct odb_kernel *k, const char *val)
+{
+	struct debug_objects *d = dobj_alloc(k);
+	bool b;
+
+	if (!d)
+		return ODB_ENOMEM;
+	if (odb_kstrtobool(val, &b))
+		return odb_err(k, ODB_EINVAL,
+			       "odebug.objects_selftest: `%s' invalid for parameter `odebug.objects_selftest' (on or off)",
+			       val ? val : "");
+	d->selftest = b;
+	return 0;
+}
+
+void debug_objects_param_selftest_get(struct odb_kernel *k, char *buf, size_t len)
+{
+	struct debug_objects *d = dobj(k);
+
+	snprintf(buf, len, "%s", !d || d->selftest ? "on" : "off");
+}
+
+/* ---- hashing ------------------------------------------------------------------------ */
+/* hash_long() on 64-bit: multiply by GOLDEN_RATIO_64, keep the top bits. */
+static inline unsigned long hash_long(uint64_t val, unsigned int bits)
+{
+	return (unsigned long)((val * 0x61C8864680B583EBULL) >> (64 - bits));
+}
+
+static struct debug_bucket *get_bucket(struct debug_objects *d, odb_addr_t addr)
+{
+	unsigned long hash = hash_long(addr >> ODEBUG_CHUNK_SHIFT, ODEBUG_HASH_BITS);
+
+	return &d->obj_hash[hash];
+}
+
+/* Bucket lock held.  max_chain is updated on a miss only. */
+static struct debug_obj *lookup_object(struct debug_objects *d, odb_addr_t addr,
+				       struct debug_bucket *b)
+{
+	struct hlist_node *n;
+	int cnt = 0;
+
+	for (n = b->list.first; n; n = n->next) {
+		struct debug_obj *obj = container_of(n, struct debug_obj, node);
+
+		cnt++;
+		if (obj->object == addr)
+			return obj;
+	}
+	max_once(&d->debug_objects_maxchain, cnt);
+	return NULL;
+}
+
+/* ---- the pool --------------------------------------------------------------------------- */
+/* Pop the head of a free list. */
+static struct debug_obj *__alloc_object(struct hlist_head *list)
+{
+	struct hlist_node *n = list->first;
+
+	if (!n)
+		return NULL;
+	hlist_del(n);
+	return container_of(n, struct debug_obj, node);
+}
+
+static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
+{
+	const gfp_t gfp = GFP_ATOMIC | __GFP_NOWARN;   /* atomic, no retry, no warning */
+	unsigned long flags;
+
+	if (likely(READ_ONCE(d->obj_pool_free) >= d->debug_objects_pool_min_level))
+		return;
+
+	/* Reuse trackers waiting on the to-free list.  v5.3 compares with the
+	 * historical low-water mark obj_pool_min_free, not the refill level
+	 * (fixed only in 2024): so this rarely happens. */
+	while (READ_ONCE(d->obj_nr_tofree) &&
+	       READ_ONCE(d->obj_pool_free) < READ_ONCE(d->obj_pool_min_free)) {
+		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+		while (d->obj_nr_tofree && d->obj_pool_free < d->obj_pool_min_free) {
+			struct debug_obj *obj = __alloc_object(&d->obj_to_free);
+
+			WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree - 1);
+			hlist_add_head(&obj->node, &d->obj_pool);
+			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1);
+		}
+		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+	}
+
+	if (unlikely(!d->obj_cache))
+		return;
+
+	/* Refill from the slab, a batch of up to 16 per pool_lock hold. */
+	while (READ_ONCE(d->obj_pool_free) < d->debug_objects_pool_min_level) {
+		struct debug_obj *batch[ODEBUG_BATCH_SIZE];
+		int cnt = 0;
+
+		while (cnt < ODEBUG_BATCH_SIZE) {
+			batch[cnt] = kmem_cache_zalloc(k, d->obj_cache, gfp);
+			if (!batch[cnt])
+				break;
+			cnt++;
+		}
+		if (!cnt)
+			return;
+		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+		while (cnt) {
+			hlist_add_head(&batch[--cnt]->node, &d->obj_pool);
+			d->debug_objects_allocated++;
+			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1);
+		}
+		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+	}
+}
+
+/*
+ * Take a tracker for addr and hash it (state NONE).  Called with the bucket
+ * lock held and interrupts "disabled" on this vCPU.  NULL when the per-CPU
+ * list and the global pool are both empty.
+ */
+static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects *d,
+				      odb_addr_t addr, struct debug_bucket *b,
+				      const struct debug_obj_descr *descr)
+{
+	struct debug_obj *obj = NULL;
+
+	if (likely(d->obj_cache)) {
+		struct debug_percpu_free *pcp = &d->percpu_obj_pool[smp_processor_id(k)];
+
+		obj = __alloc_object(&pcp->free_objs);
+		if (obj)
+			WRITE_ONCE(pcp->obj_free, pcp->obj_free - 1);
+	}
+
+	if (!obj) {
+		raw_spin_lock(&d->pool_lock);
+		obj = __alloc_object(&d->obj_pool);
+		if (obj) {
+			d->obj_pool_used++;
+			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free - 1);
+
+			/* Lookahead: move up to a batch more to this vCPU's list,
+			 * so the next allocations need no pool_lock. */
+			if (likely(d->obj_cache)) {
+				struct debug_percpu_free *pcp =
+					&d->percpu_obj_pool[smp_processor_id(k)];
+
+				for (int i = 0; i < ODEBUG_BATCH_SIZE; i++) {
+					struct debug_obj *extra = __alloc_object(&d->obj_pool);
+
+					if (!extra)
+						break;
+					hlist_add_head(&extra->node, &pcp->free_objs);
+					WRITE_ONCE(pcp->obj_free, pcp->obj_free + 1);
+					d->obj_pool_used++;
+					WRITE_ONCE(d->obj_pool_free, d->obj_pool_free - 1);
+				}
+			}
+			if (d->obj_pool_used > d->obj_pool_max_used)
+				d->obj_pool_max_used = d->obj_pool_used;
+			if (d->obj_pool_free < d->obj_pool_min_free)
+				WRITE_ONCE(d->obj_pool_min_free, d->obj_pool_free);
+		}
+		raw_spin_unlock(&d->pool_lock);
+	}
+
+	if (obj) {
+		obj->object = addr;
+		obj->descr = descr;
+		obj->state = ODEBUG_STATE_NONE;
+		obj->astate = 0;
+		hlist_add_head(&obj->node, &b->list);
+	}
+	return obj;
+}
+
+/*
+ * The freeing work: give excess trackers back to the slab.
+ * lazy (v5.3): clear obj_freeing; trylock; if the pool is below full, only
+ * refill it from the to-free list this round; else free the whole list.
+ * eager: trylock; refill up to full, then free what remains.
+ */
+static void free_obj_work(struct odb_kernel *k, void *arg)
+{
+	struct debug_objects *d = arg;
+	struct hlist_head tofree = { NULL };
+	unsigned long flags;
+	bool lazy = d->policy == ODEBUG_FREE_LAZY;
+	bool refill_only = false;
+
+	if (lazy)
+		WRITE_ONCE(d->obj_freeing, false);
+	ADD_ONCE(d->work_runs, 1);
+
+	local_irq_save(k, flags);
+	if (unlikely(READ_ONCE(d->fail_trylock) > 0)) {
+		ADD_ONCE(d->fail_trylock, -1);
+		goto busy;
+	}
+	if (!raw_spin_trylock(&d->pool_lock))
+		goto busy;
+
+	if (lazy && d->obj_pool_free < d->debug_objects_pool_size)
+		refill_only = true;   /* a workload may be gearing up: free nothing now */
+	if (refill_only || !lazy) {
+		while (d->obj_nr_tofree && d->obj_pool_free < d->debug_objects_pool_size) {
+			struct debug_obj *obj = __alloc_object(&d->obj_to_free);
+
+			hlist_add_head(&obj->node, &d->obj_pool);
+			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1);
+			WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree - 1);
+		}
+	}
+	if (!refill_only && d->obj_nr_tofree) {
+		hlist_move_list(&d->obj_to_free, &tofree);
+		d->debug_objects_freed += d->obj_nr_tofree;
+		WRITE_ONCE(d->obj_nr_tofree, 0);
+	}
+	raw_spin_unlock(&d->pool_lock);
+	local_irq_restore(k, flags);
+
+	/* Back to the slab outside the lock. */
+	while (tofree.first) {
+		struct debug_obj *obj = __alloc_object(&tofree);
+
+		kmem_cache_free(k, d->obj_cache, obj);
+	}
+	return;
+busy:
+	/* Nothing reschedules the work from here: the next free that sees
+	 * trackers on the to-free list does. */
+	local_irq_restore(k, flags);
+	ADD_ONCE(d->trylock_failed, 1);
+}
+
+/*
+ * Return a tracker to the per-CPU list, the global pool or the to-free list.
+ * Returns true (eager policy only) when the freeing work should be scheduled.
+ */
+static bool __free_object(struct odb_kernel *k, struct debug_objects *d, struct debug_obj *obj)
+{
+	struct debug_obj *objs[ODEBUG_BATCH_SIZE];
+	int lookahead_count = 0;
+	unsigned long flags;
+	bool lazy = d->policy == ODEBUG_FREE_LAZY;
+	bool work;
+
+	local_irq_save(k, flags);
+	if (likely(d->obj_cache)) {
+		struct debug_percpu_free *pcp = &d->percpu_obj_pool[smp_processor_id(k)];
+
+		if (pcp->obj_free < ODEBUG_POOL_PERCPU_SIZE) {
+			hlist_add_head(&obj->node, &pcp->free_objs);
+			WRITE_ONCE(pcp->obj_free, pcp->obj_free + 1);
+			local_irq_restore(k, flags);
+			return false;
+		}
+		/* The per-CPU list is full: take a batch off it as well. */
+		while (lookahead_count < ODEBUG_BATCH_SIZE) {
+			struct debug_obj *o = __alloc_object(&pcp->free_objs);
+
+			if (!o)
+				break;
+			objs[lookahead_count++] = o;
+			WRITE_ONCE(pcp->obj_free, pcp->obj_free - 1);
+		}
+	}
+
+	raw_spin_lock(&d->pool_lock);
+	work = d->obj_pool_free > d->debug_objects_pool_size && d->obj_cache;
+	if (lazy)
+		work = work && d->obj_nr_tofree < ODEBUG_FREE_WORK_MAX;
+	d->obj_pool_used--;
+	d->obj_pool_used -= lookahead_count;
+
+	if (work) {
+		hlist_add_head(&obj->node, &d->obj_to_free);
+		/* pushed so that the first one taken off the per-CPU list ends at the head */
+		for (int i = lookahead_count - 1; i >= 0; i--)
+			hlist_add_head(&objs[i]->node, &d->obj_to_free);
+		WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree + 1 + lookahead_count);
+
+		/* lazy: trim an over-full global pool by one more batch */
+		if (lazy && d->obj_pool_free > d->debug_objects_pool_size &&
+		    d->obj_nr_tofree < ODEBUG_FREE_WORK_MAX) {
+			for (int i = 0; i < ODEBUG_BATCH_SIZE; i++) {
+				struct debug_obj *o = __alloc_object(&d->obj_pool);
+
+				if (!o)
+					break;   /* cannot happen: pool_free > pool_size */
+				hlist_add_head(&o->node, &d->obj_to_free);
+				WRITE_ONCE(d->obj_pool_free, d->obj_pool_free - 1);
+				WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree + 1);
+			}
+		}
+	} else {
+		hlist_add_head(&obj->node, &d->obj_pool);
+		for (int i = lookahead_count - 1; i >= 0; i--)
+			hlist_add_head(&objs[i]->node, &d->obj_pool);
+		WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1 + lookahead_count);
+	}
+	raw_spin_unlock(&d->pool_lock);
+	local_irq_restore(k, flags);
+	return work && !lazy;
+}
+
+/* Schedule the freeing work after frees (lazy: once per 100 ms at most). */
+static void schedule_free_work(struct odb_kernel *k, struct debug_objects *d, bool eager_work)
+{
+	if (d->policy == ODEBUG_FREE_EAGER) {
+		if (eager_work)
+			schedule_work(k, &d->debug_obj_work);
+		return;
+	}
+	if (!READ_ONCE(d->obj_freeing) && READ_ONCE(d->obj_nr_tofree)) {
+		WRITE_ONCE(d->obj_freeing, true);
+		schedule_delayed_work(k, &d->debug_obj_work, ODEBUG_FREE_WORK_DELAY(k->hz));
+	}
+}
+
+static void free_object(struct odb_kernel *k, struct debug_objects *d, struct debug_obj *obj)
+{
+	bool work = __free_object(k, d, obj);
+
+	schedule_free_work(k, d, work);
+}
+
+/* Out of trackers: switch off and give every tracker back to the pools. */
+static void debug_objects_oom(struct odb_kernel *k, struct debug_objects *d)
+{
+	unsigned long flags;
+
+	pr_warn(k, "ODEBUG: Out of memory. ODEBUG disabled");
+	for (int i = 0; i < ODEBUG_HASH_SIZE; i++) {
+		struct debug_bucket *db = &d->obj_hash[i];
+		struct hlist_head freelist = { NULL };
+
+		if (!READ_ONCE(db->list.first))
+			continue;
+		raw_spin_lock_irqsave(k, &db->lock, flags);
+		hlist_move_list(&db->list, &freelist);
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+
+		while (freelist.first)
+			free_object(k, d, __alloc_object(&freelist));
+	}
+}
+
+/* ---- warnings and fixups ----------------------------------------------------------------- */
+void odb_symbolise(struct odb_kernel *k, const void *pc, char *buf, size_t len);
+
+/* %pS of a host code address: "name+0xoff/0xsize" (0x0 for NULL).  The
+ * depot's symboliser looks up return addresses (pc - 1), so ask for pc + 1
+ * and take the one back from the printed offset. */
+static void sprint_symbol(struct odb_kernel *k, uintptr_t pc, char *buf, size_t len)
+{
+	char *plus, *slash;
+	unsigned long off;
+
+	if (!pc) {
+		snprintf(buf, len, "0x0");
+		return;
+	}
+	odb_symbolise(k, (const void *)(pc + 1), buf, len);
+	plus = strrchr(buf, '+');
+	slash = plus ? strchr(plus, '/') : NULL;
+	if (plus && slash && sscanf(plus + 1, "%lx", &off) == 1 && off > 0) {
+		char rest[96];
+
+		snprintf(rest, sizeof(rest), "%s", slash);
+		snprintf(plus, len - (size_t)(plus - buf), "+0x%lx%s", off - 1, rest);
+	} else if (!plus) {
+		snprintf(buf, len, "0x%lx", (unsigned long)pc);
+	}
+}
+
+/* A WARN(): the "cut here" banner, the message, the location and the stack. */
+static void odebug_warn(struct odb_kernel *k, const char *kind, odb_addr_t object,
+			const char *pre, const char *msg, const void *fn, int line)
+{
+	struct odb_task *t = odb_current(k);
+	struct odb_report_impl *r = report_new(k, "odebug", kind);
+	char where[128], tb[48];
+	uint32_t h;
+
+	if (!r)
+		return;
+	r->pub.addr = object;
+	r->pub.object = object;
+	sprint_symbol(k, (uintptr_t)fn + 1, where, sizeof(where));   /* inside fn */
+	if (pre)
+		report_line(r, "%s", pre);
+	report_line(r, "------------[ cut here ]------------");
+	if (msg)
+		report_line(r, "%s", msg);
+	report_line(r, "WARNING: CPU: %d PID: %d at lib/debugobjects.c:%d %s",
+		    t ? smp_processor_id_task(t) : 0, t ? t->pid : 0, line, where);
+	add_taint(k, TAINT_WARN);
+	report_line(r, "CPU: %d UID: 0 PID: %d Comm: %s %s 6.12.0-odebug #1",
+		    t ? smp_processor_id_task(t) : 0, t ? t->pid : 0, t ? t->comm : "?",
+		    print_tainted(k, tb, sizeof(tb)));
+	report_line(r, "Call Trace:");
+	h = stack_depot_save_current(k, 2);
+	if (h)
+		stack_depot_print_to(k, h, r);
+	report_line(r, "---[ end trace 0000000000000000 ]---");
+	report_publish(k, r);
+}
+
+/* The %pS text of the descriptor's hint for object. */
+static void debug_hint_text(struct odb_kernel *k, const struct debug_obj_descr *descr,
+			    odb_addr_t object, char *buf, size_t len)
+{
+	odb_addr_t hint = 0;
+
+	if (descr->debug_hint_text && descr->debug_hint_text(k, object, descr->ctx, buf, len))
+		return;
+	if (descr->debug_hint)
+		hint = descr->debug_hint(k, object, descr->ctx);
+	if (!hint)
+		snprintf(buf, len, "0x0");
+	else if (odb_in_arena(k, hint, 1) || hint >= ODB_PAGE_OFFSET)
+		snprintf(buf, len, "0x%llx", (unsigned long long)hint);   /* data: no symbol */
+	else
+		sprint_symbol(k, (uintptr_t)hint, buf, len);
+}
+
+/*
+ * A warning about a tracker (o is a copy taken under the bucket lock, or the
+ * temporary "not available" one).  Counted always, printed for the first 5
+ * (all types together), never for the selftest's descriptor.
+ */
+static void debug_print_object(struct odb_kernel *k, struct debug_objects *d,
+			       const struct debug_obj *o, const char *msg)
+{
+	const struct debug_obj_descr *descr = o->descr;
+	const char *state = obj_states[o->state < ODEBUG_STATE_MAX ? o->state : ODEBUG_STATE_NONE];
+	char kind[64], text[512], hint[160], objp[40] = "";
+	bool print;
+
+	if (descr == READ_ONCE(d->descr_test)) {
+		ADD_ONCE(d->debug_objects_warnings, 1);
+		return;
+	}
+	/* the kernel's static limit: fewer than 5 printed since boot */
+	print = __atomic_fetch_add(&d->print_limit, 1, __ATOMIC_RELAXED) < 5;
+	if (!print)
+		__atomic_store_n(&d->print_limit, 5, __ATOMIC_RELAXED);
+	debug_hint_text(k, descr, o->object, hint, sizeof(hint));
+	if (d->warn_format == ODEBUG_WARN_V62)
+		snprintf(objp, sizeof(objp), "object: %016llx ", (unsigned long long)o->object);
+	snprintf(text, sizeof(text), "ODEBUG: %s %s (active state %u) %sobject type: %s hint: %s",
+		 msg, state, o->astate, objp, descr->name, hint);
+	snprintf(kind, sizeof(kind), "%s %s", msg, state);
+	if (print) {
+		odebug_warn(k, kind, o->object, NULL, text, (const void *)debug_print_object, __LINE__);
+	} else {
+		/* not printed (the kernel's WARN is skipped): a quiet report */
+		struct odb_report_impl *r = report_new(k, "odebug", kind);
+
+		if (r) {
+			r->quiet = true;
+			r->pub.addr = o->object;
+			r->pub.object = o->object;
+			report_line(r, "%s", text);
+			report_publish(k, r);
+		}
+	}
+	ADD_ONCE(d->debug_objects_warnings, 1);
+}
+
+static bool debug_object_fixup(struct odb_kernel *k, struct debug_objects *d,
+			       bool (*fixup)(odb_kernel *, odb_addr_t, enum odb_debug_obj_state, void *),
+			       const struct debug_obj_descr *descr, odb_addr_t addr,
+			       debug_obj_state_t state)
+{
+	if (fixup && fixup(k, addr, state, descr->ctx)) {
+		ADD_ONCE(d->debug_objects_fixups, 1);
+		return true;
+	}
+	return false;
+}
+
+/* Warn (at most 5 times, not counted in warnings) when the on-stack
+ * annotation does not match where addr is. */
+static void debug_object_is_on_stack(struct odb_kernel *k, struct debug_objects *d,
+				     odb_addr_t addr, int onstack)
+{
+	struct odb_task *t = odb_current(k);
+	bool is_on_stack;
+	char line[160];
+
+	if (!t || !t->stack_hi)
+		return;
+	is_on_stack = addr >= t->stack_lo && addr < t->stack_hi;
+	if (is_on_stack == !!onstack)
+		return;
+	if (__atomic_fetch_add(&d->stack_limit, 1, __ATOMIC_RELAXED) >= 5) {
+		__atomic_store_n(&d->stack_limit, 5, __ATOMIC_RELAXED);
+		return;
+	}
+	if (is_on_stack)
+		snprintf(line, sizeof(line), "ODEBUG: object %016llx is on stack %016llx, but NOT annotated.",
+			 (unsigned long long)addr, (unsigned long long)t->stack_lo);
+	else
+		snprintf(line, sizeof(line), "ODEBUG: object %016llx is NOT on stack %016llx, but annotated.",
+			 (unsigned long long)addr, (unsigned long long)t->stack_lo);
+	odebug_warn(k, is_on_stack ? "object is on stack, but NOT annotated" :
+		    "object is NOT on stack, but annotated", addr, line, NULL,
+		    (const void *)debug_object_is_on_stack, __LINE__);
+}
+
+/* ---- the API ---------------------------------------------------------------------------------- */
+static void __debug_object_init(struct odb_kernel *k, odb_addr_t addr,
+				const struct debug_obj_descr *descr, int onstack)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_bucket *db;
+	struct debug_obj *obj, o;
+	unsigned long flags;
+	bool check_stack = false, print = false;
+
+	fill_pool(k, d);
+
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	if (!obj) {
+		obj = alloc_object(k, d, addr, db, descr);
+		if (!obj) {
+			WRITE_ONCE(d->debug_objects_enabled, 0);
+			raw_spin_unlock_irqrestore(k, &db->lock, flags);
+			debug_objects_oom(k, d);
+			return;
+		}
+		check_stack = true;
+	}
+
+	switch (obj->state) {
+	case ODEBUG_STATE_NONE:
+	case ODEBUG_STATE_INIT:
+	case ODEBUG_STATE_INACTIVE:
+		obj->state = ODEBUG_STATE_INIT;
+		break;
+	case ODEBUG_STATE_ACTIVE:
+		o = *obj;
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		debug_print_object(k, d, &o, "init");
+		debug_object_fixup(k, d, descr->fixup_init, descr, addr, ODEBUG_STATE_ACTIVE);
+		return;
+	case ODEBUG_STATE_DESTROYED:
+		o = *obj;
+		print = true;
+		break;
+	default:
+		break;
+	}
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	if (check_stack)
+		debug_object_is_on_stack(k, d, addr, onstack);
+	if (print)
+		debug_print_object(k, d, &o, "init");
+}
+
+void debug_object_init(struct odb_kernel *k, odb_addr_t addr, const struct debug_obj_descr *descr)
+{
+	if (!enabled(dobj(k)))
+		return;
+	__debug_object_init(k, addr, descr, 0);
+}
+
+void debug_object_init_on_stack(struct odb_kernel *k, odb_addr_t addr,
+				const struct debug_obj_descr *descr)
+{
+	if (!enabled(dobj(k)))
+		return;
+	__debug_object_init(k, addr, descr, 1);
+}
+
+static inline struct debug_obj not_available(odb_addr_t addr, const struct debug_obj_descr *descr)
+{
+	struct debug_obj o = { .state = ODEBUG_STATE_NOTAVAILABLE, .object = addr, .descr = descr };
+
+	return o;
+}
+
+int debug_object_activate(struct odb_kernel *k, odb_addr_t addr, const struct debug_obj_descr *descr)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_bucket *db;
+	struct debug_obj *obj, o;
+	unsigned long flags;
+	int ret = 0;
+
+	if (!enabled(d))
+		return 0;
+
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	if (obj) {
+		bool print = false;
+
+		switch (obj->state) {
+		case ODEBUG_STATE_INIT:
+		case ODEBUG_STATE_INACTIVE:
+			obj->state = ODEBUG_STATE_ACTIVE;
+			break;
+		case ODEBUG_STATE_ACTIVE:
+			o = *obj;
+			raw_spin_unlock_irqrestore(k, &db->lock, flags);
+			debug_print_object(k, d, &o, "activate");
+			return debug_object_fixup(k, d, descr->fixup_activate, descr, addr,
+						  ODEBUG_STATE_ACTIVE) ? 0 : -EINVAL;
+		case ODEBUG_STATE_DESTROYED:
+			o = *obj;
+			print = true;
+			ret = -EINVAL;
+			break;
+		default:
+			break;
+		}
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		if (print)
+			debug_print_object(k, d, &o, "activate");
+		return ret;
+	}
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+
+	/* Untracked: a statically initialised object is tracked from here on;
+	 * anything else is a bug the type may fix up. */
+	if (descr->is_static_object && descr->is_static_object(k, addr, descr->ctx)) {
+		debug_object_init(k, addr, descr);
+		debug_object_activate(k, addr, descr);
+		return 0;
+	}
+	o = not_available(addr, descr);
+	debug_print_object(k, d, &o, "activate");
+	return debug_object_fixup(k, d, descr->fixup_activate, descr, addr,
+				  ODEBUG_STATE_NOTAVAILABLE) ? 0 : -EINVAL;
+}
+
+void debug_object_deactivate(struct odb_kernel *k, odb_addr_t addr, const struct debug_obj_descr *descr)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_bucket *db;
+	struct debug_obj *obj, o;
+	unsigned long flags;
+	bool print = false;
+
+	if (!enabled(d))
+		return;
+
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	if (obj) {
+		switch (obj->state) {
+		case ODEBUG_STATE_INIT:
+		case ODEBUG_STATE_INACTIVE:
+		case ODEBUG_STATE_ACTIVE:
+			if (!obj->astate) {
+				obj->state = ODEBUG_STATE_INACTIVE;
+			} else {
+				o = *obj;
+				print = true;
+			}
+			break;
+		case ODEBUG_STATE_DESTROYED:
+			o = *obj;
+			print = true;
+			break;
+		default:
+			break;
+		}
+	}
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	if (!obj) {
+		o = not_available(addr, descr);
+		print = true;
+	}
+	if (print)
+		debug_print_object(k, d, &o, "deactivate");
+}
+
+void debug_object_destroy(struct odb_kernel *k, odb_addr_t addr, const struct debug_obj_descr *descr)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_bucket *db;
+	struct debug_obj *obj, o;
+	unsigned long flags;
+	bool print = false;
+
+	if (!enabled(d))
+		return;
+
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	if (!obj) {
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		return;   /* untracked: silent */
+	}
+	switch (obj->state) {
+	case ODEBUG_STATE_NONE:
+	case ODEBUG_STATE_INIT:
+	case ODEBUG_STATE_INACTIVE:
+		obj->state = ODEBUG_STATE_DESTROYED;
+		break;
+	case ODEBUG_STATE_ACTIVE:
+		o = *obj;
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		debug_print_object(k, d, &o, "destroy");
+		debug_object_fixup(k, d, descr->fixup_destroy, descr, addr, ODEBUG_STATE_ACTIVE);
+		return;
+	case ODEBUG_STATE_DESTROYED:
+		o = *obj;
+		print = true;
+		break;
+	default:
+		break;
+	}
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	if (print)
+		debug_print_object(k, d, &o, "destroy");
+}
+
+void debug_object_free(struct odb_kernel *k, odb_addr_t addr, const struct debug_obj_descr *descr)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_bucket *db;
+	struct debug_obj *obj, o;
+	unsigned long flags;
+
+	if (!enabled(d))
+		return;
+
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	if (!obj) {
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		return;   /* untracked: silent */
+	}
+	if (obj->state == ODEBUG_STATE_ACTIVE) {
+		o = *obj;
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		debug_print_object(k, d, &o, "free");
+		debug_object_fixup(k, d, descr->fixup_free, descr, addr, ODEBUG_STATE_ACTIVE);
+		return;
+	}
+	hlist_del(&obj->node);
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	free_object(k, d, obj);
+}
+
+void debug_object_assert_init(struct odb_kernel *k, odb_addr_t addr, const struct debug_obj_descr *descr)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_bucket *db;
+	struct debug_obj *obj, o;
+	unsigned long flags;
+
+	if (!enabled(d))
+		return;
+
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	if (obj)
+		return;   /* tracked, whatever the state: fine */
+
+	if (descr->is_static_object && descr->is_static_object(k, addr, descr->ctx)) {
+		debug_object_init(k, addr, descr);
+		return;
+	}
+	o = not_available(addr, descr);
+	debug_print_object(k, d, &o, "assert_init");
+	debug_object_fixup(k, d, descr->fixup_assert_init, descr, addr, ODEBUG_STATE_NOTAVAILABLE);
+}
+
+void debug_object_active_state(struct odb_kernel *k, odb_addr_t addr,
+			       const struct debug_obj_descr *descr, unsigned int expect,
+			       unsigned int next)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_bucket *db;
+	struct debug_obj *obj, o;
+	unsigned long flags;
+	bool print = false;
+
+	if (!enabled(d))
+		return;
+
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	if (obj) {
+		if (obj->state == ODEBUG_STATE_ACTIVE && obj->astate == expect) {
+			obj->astate = next;
+		} else {
+			o = *obj;
+			print = true;
+		}
+	}
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	if (!obj) {
+		o = not_available(addr, descr);
+		print = true;
+	}
+	if (print)
+		debug_print_object(k, d, &o, "active_state");
+}
+
+/* Addresses of ACTIVE objects already warned about in this chunk (the bound
+ * on the rescan). */
+struct warned_set {
+	odb_addr_t small[8];
+	odb_addr_t *v;
+	size_t n, cap;
+};
+
+static bool warned_has(const struct warned_set *w, odb_addr_t a)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i] == a)
+			return true;
+	return false;
+}
+
+static void warned_add(struct warned_set *w, odb_addr_t a)
+{
+	if (w->n == w->cap) {
+		size_t ncap = w->cap * 2;
+		odb_addr_t *nv = malloc(ncap * sizeof(*nv));
+
+		if (!nv)
+			return;   /* then the object may be warned about again */
+		memcpy(nv, w->v, w->n * sizeof(*nv));
+		if (w->v != w->small)
+			free(w->v);
+		w->v = nv;
+		w->cap = ncap;
+	}
+	w->v[w->n++] = a;
+}
+
+static void __debug_check_no_obj_freed(struct odb_kernel *k, odb_addr_t address, uint64_t size)
+{
+	struct debug_objects *d = dobj(k);
+	odb_addr_t saddr = address, eaddr = address + size, paddr = saddr & ODEBUG_CHUNK_MASK;
+	uint64_t chunks = ((eaddr - paddr) + (ODEBUG_CHUNK_SIZE - 1)) >> ODEBUG_CHUNK_SHIFT;
+	struct warned_set warned = { .n = 0, .cap = ARRAY_SIZE(warned.small) };
+	unsigned long flags;
+	int objs_checked = 0;
+	bool work = false;
+
+	warned.v = warned.small;
+	for (; chunks > 0; chunks--, paddr += ODEBUG_CHUNK_SIZE) {
+		struct debug_bucket *db = get_bucket(d, paddr);
+		struct hlist_node *n, *tmp;
+		int cnt;
+
+		warned.n = 0;
+repeat:
+		cnt = 0;
+		raw_spin_lock_irqsave(k, &db->lock, flags);
+		for (n = db->list.first; n; n = tmp) {
+			struct debug_obj *obj = container_of(n, struct debug_obj, node);
+			odb_addr_t oaddr = obj->object;
+
+			tmp = n->next;
+			cnt++;
+			if (oaddr < saddr || oaddr >= eaddr)
+				continue;   /* another chunk's, or starts outside the range */
+			if (obj->state == ODEBUG_STATE_ACTIVE) {
+				struct debug_obj o;
+
+				if (warned_has(&warned, oaddr))
+					continue;   /* odebug's bound: its fixup left it active */
+				o = *obj;
+				raw_spin_unlock_irqrestore(k, &db->lock, flags);
+				warned_add(&warned, oaddr);
+				debug_print_object(k, d, &o, "free");
+				debug_object_fixup(k, d, o.descr->fixup_free, o.descr, oaddr,
+						   ODEBUG_STATE_ACTIVE);
+				goto repeat;
+			}
+			hlist_del(&obj->node);
+			work |= __free_object(k, d, obj);
+		}
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		max_once(&d->debug_objects_maxchain, cnt);
+		objs_checked += cnt;
+	}
+	max_once(&d->debug_objects_maxchecked, objs_checked);
+	if (warned.v != warned.small)
+		free(warned.v);
+	schedule_free_work(k, d, work);
+}
+
+void debug_check_no_obj_freed_range(struct odb_kernel *k, odb_addr_t addr, uint64_t size)
+{
+	if (enabled(dobj(k)))
+		__debug_check_no_obj_freed(k, addr, size);
+}
+
+/* The slab's hook (host pointers into the arena). */
+void debug_check_no_obj_freed(struct odb_kernel *k, const void *address, unsigned long size)
+{
+	if (!enabled(dobj(k)) || !address)
+		return;
+	__debug_check_no_obj_freed(k, host_to_virt(k, address), size);
+}
+
+/* The page allocator's hook. */
+static void debug_check_no_obj_freed_pages(struct odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	debug_check_no_obj_freed_range(k, addr, size);
+}
+
+/* ---- the selftest ------------------------------------------------------------------------------- */
+static odb_addr_t selftest_addr(struct debug_objects *d)
+{
+	return (odb_addr_t)(uintptr_t)&d->selftest_obj;
+}
+
+static bool is_static_object(odb_kernel *k, odb_addr_t addr, void *ctx)
+{
+	struct self_test *obj = (struct self_test *)(uintptr_t)addr;
+
+	return obj->static_init;
+}
+
+static bool fixup_init(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx)
+{
+	struct debug_objects *d = ctx;
+
+	if (state != ODEBUG_STATE_ACTIVE)
+		return false;
+	debug_object_deactivate(k, addr, &d->descr_type_test);
+	debug_object_init(k, addr, &d->descr_type_test);
+	return true;
+}
+
+static bool fixup_activate(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx)
+{
+	struct debug_objects *d = ctx;
+
+	switch (state) {
+	case ODEBUG_STATE_NOTAVAILABLE:
+		return true;
+	case ODEBUG_STATE_ACTIVE:
+		debug_object_deactivate(k, addr, &d->descr_type_test);
+		debug_object_activate(k, addr, &d->descr_type_test);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool fixup_destroy(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx)
+{
+	struct debug_objects *d = ctx;
+
+	if (state != ODEBUG_STATE_ACTIVE)
+		return false;
+	debug_object_deactivate(k, addr, &d->descr_type_test);
+	debug_object_destroy(k, addr, &d->descr_type_test);
+	return true;
+}
+
+static bool fixup_free(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx)
+{
+	struct debug_objects *d = ctx;
+
+	if (state != ODEBUG_STATE_ACTIVE)
+		return false;
+	debug_object_deactivate(k, addr, &d->descr_type_test);
+	debug_object_free(k, addr, &d->descr_type_test);
+	return true;
+}
+
+static int check_results(struct odb_kernel *k, struct debug_objects *d, odb_addr_t addr,
+			 debug_obj_state_t state, int64_t fixups, int64_t warnings)
+{
+	struct debug_bucket *db = get_bucket(d, addr);
+	struct debug_obj *obj;
+	unsigned long flags;
+	char msg[128] = "";
+
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	obj = lookup_object(d, addr, db);
+	if (!obj && state != ODEBUG_STATE_NONE)
+		snprintf(msg, sizeof(msg), "ODEBUG: selftest object not found");
+	else if (obj && obj->state != state)
+		snprintf(msg, sizeof(msg), "ODEBUG: selftest wrong state: %d != %d",
+			 (int)obj->state, (int)state);
+	else if (fixups != READ_ONCE(d->debug_objects_fixups))
+		snprintf(msg, sizeof(msg), "ODEBUG: selftest fixups failed %d != %d",
+			 (int)fixups, (int)READ_ONCE(d->debug_objects_fixups));
+	else if (warnings != READ_ONCE(d->debug_objects_warnings))
+		snprintf(msg, sizeof(msg), "ODEBUG: selftest warnings failed %d != %d",
+			 (int)warnings, (int)READ_ONCE(d->debug_objects_warnings));
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	if (!msg[0])
+		return 0;
+	odebug_warn(k, msg + 8, addr, NULL, msg, (const void *)check_results, __LINE__);
+	WRITE_ONCE(d->debug_objects_enabled, 0);
+	return -EINVAL;
+}
+
+static void debug_objects_selftest(struct odb_kernel *k, struct debug_objects *d)
+{
+	const struct debug_obj_descr *t = &d->descr_type_test;
+	odb_addr_t obj = selftest_addr(d);
+	int64_t fixups, oldfixups, warnings, oldwarnings;
+	unsigned long flags;
+
+	d->descr_type_test = (struct debug_obj_descr) {
+		.name = "selftest",
+		.ctx = d,
+		.is_static_object = is_static_object,
+		.fixup_init = fixup_init,
+		.fixup_activate = fixup_activate,
+		.fixup_destroy = fixup_destroy,
+		.fixup_free = fixup_free,
+	};
+	memset(&d->selftest_obj, 0, sizeof(d->selftest_obj));
+
+	local_irq_save(k, flags);
+	fixups = oldfixups = READ_ONCE(d->debug_objects_fixups);
+	warnings = oldwarnings = READ_ONCE(d->debug_objects_warnings);
+	WRITE_ONCE(d->descr_test, t);
+
+#define STEP(call, st, f, w) \
+	do { call; fixups += (f); warnings += (w); \
+	     if (check_results(k, d, obj, st, fixups, warnings)) goto out; } while (0)
+
+	STEP(debug_object_init(k, obj, t), ODEBUG_STATE_INIT, 0, 0);
+	STEP(debug_object_activate(k, obj, t), ODEBUG_STATE_ACTIVE, 0, 0);
+	STEP(debug_object_activate(k, obj, t), ODEBUG_STATE_ACTIVE, 1, 1);
+	STEP(debug_object_deactivate(k, obj, t), ODEBUG_STATE_INACTIVE, 0, 0);
+	STEP(debug_object_destroy(k, obj, t), ODEBUG_STATE_DESTROYED, 0, 0);
+	STEP(debug_object_init(k, obj, t), ODEBUG_STATE_DESTROYED, 0, 1);
+	STEP(debug_object_activate(k, obj, t), ODEBUG_STATE_DESTROYED, 0, 1);
+	STEP(debug_object_deactivate(k, obj, t), ODEBUG_STATE_DESTROYED, 0, 1);
+	STEP(debug_object_free(k, obj, t), ODEBUG_STATE_NONE, 0, 0);
+
+	d->selftest_obj.static_init = 1;
+	STEP(debug_object_activate(k, obj, t), ODEBUG_STATE_ACTIVE, 0, 0);
+	STEP(debug_object_init(k, obj, t), ODEBUG_STATE_INIT, 1, 1);
+	STEP(debug_object_free(k, obj, t), ODEBUG_STATE_NONE, 0, 0);
+
+	/* CONFIG_DEBUG_OBJECTS_FREE */
+	STEP(debug_object_init(k, obj, t), ODEBUG_STATE_INIT, 0, 0);
+	STEP(debug_object_activate(k, obj, t), ODEBUG_STATE_ACTIVE, 0, 0);
+	STEP(__debug_check_no_obj_freed(k, obj, sizeof(d->selftest_obj)), ODEBUG_STATE_NONE, 1, 1);
+#undef STEP
+
+	pr_info(k, "ODEBUG: selftest passed");
+	d->selftest_passed = true;
+out:
+	WRITE_ONCE(d->debug_objects_fixups, oldfixups);
+	WRITE_ONCE(d->debug_objects_warnings, oldwarnings);
+	WRITE_ONCE(d->descr_test, NULL);
+	local_irq_restore(k, flags);
+}
+
+/* ---- boot and shutdown ----------------------------------------------------------------------------- */
+int debug_objects_early_init(struct odb_kernel *k, char *errbuf, size_t errlen)
+{
+	struct debug_objects *d = dobj_alloc(k);
+
+	if (!d)
+		return ODB_ENOMEM;
+	d->obj_hash = calloc(ODEBUG_HASH_SIZE, sizeof(*d->obj_hash));
+	d->obj_static_pool = calloc(ODEBUG_POOL_SIZE, sizeof(*d->obj_static_pool));
+	d->percpu_obj_pool = aligned_alloc(64, sizeof(*d->percpu_obj_pool) * k->nr_cpu_ids);
+	if (!d->obj_hash || !d->obj_static_pool || !d->percpu_obj_pool) {
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen, "debug objects: out of memory");
+		return ODB_ENOMEM;
+	}
+	memset(d->percpu_obj_pool, 0, sizeof(*d->percpu_obj_pool) * k->nr_cpu_ids);
+	for (int i = 0; i < ODEBUG_HASH_SIZE; i++)
+		raw_spin_lock_init(&d->obj_hash[i].lock);
+	raw_spin_lock_init(&d->pool_lock);
+	INIT_DELAYED_WORK(&d->debug_obj_work, free_obj_work, d);
+
+	d->obj_pool_min_free = ODEBUG_POOL_SIZE;
+	d->obj_pool_free = ODEBUG_POOL_SIZE;
+	d->debug_objects_pool_size = ODEBUG_POOL_SIZE;
+	d->debug_objects_pool_min_level = ODEBUG_POOL_MIN_LEVEL;
+	for (int i = 0; i < ODEBUG_POOL_SIZE; i++)
+		hlist_add_head(&d->obj_static_pool[i].node, &d->obj_pool);
+	d->early_done = true;
+	odb_register_page_free_hook(k, debug_check_no_obj_freed_pages);
+	return 0;
+}
+
+/* Swap the static boot trackers for slab ones (hashed trackers are copied). */
+static int debug_objects_replace_static_objects(struct odb_kernel *k, struct debug_objects *d)
+{
+	struct hlist_head objects = { NULL };
+	unsigned long flags;
+	int cnt = 0;
+
+	for (int i = 0; i < ODEBUG_POOL_SIZE; i++) {
+		struct debug_obj *obj = kmem_cache_zalloc(k, d->obj_cache, GFP_KERNEL);
+
+		if (!obj) {
+			while (objects.first)
+				kmem_cache_free(k, d->obj_cache, __alloc_object(&objects));
+			return -ENOMEM;
+		}
+		hlist_add_head(&obj->node, &objects);
+	}
+
+	/* only the boot CPU runs here: interrupts off is enough */
+	local_irq_save(k, flags);
+	while (d->obj_pool.first)
+		__alloc_object(&d->obj_pool);
+	hlist_move_list(&objects, &d->obj_pool);
+	for (int i = 0; i < ODEBUG_HASH_SIZE; i++) {
+		struct debug_bucket *db = &d->obj_hash[i];
+		struct hlist_head old = { NULL };
+
+		hlist_move_list(&db->list, &old);
+		while (old.first) {
+			struct debug_obj *obj = __alloc_object(&old);
+			struct debug_obj *new = __alloc_object(&d->obj_pool);
+
+			new->state = obj->state;
+			new->astate = obj->astate;
+			new->object = obj->object;
+			new->descr = obj->descr;
+			hlist_add_head(&new->node, &db->list);
+			cnt++;
+		}
+	}
+	local_irq_restore(k, flags);
+	(void)cnt;   /* pr_debug("%d of %d active objects replaced") */
+	return 0;
+}
+
+int debug_objects_mem_init(struct odb_kernel *k, char *errbuf, size_t errlen)
+{
+	struct debug_objects *d = dobj(k);
+
+	if (!d || !d->early_done || !enabled(d))
+		return 0;
+
+	d->obj_cache = kmem_cache_create(k, "debug_objects_cache", sizeof(struct debug_obj), 0,
+					 SLAB_DEBUG_OBJECTS | SLAB_NOLEAKTRACE, NULL);
+	if (!d->obj_cache || debug_objects_replace_static_objects(k, d)) {
+		WRITE_ONCE(d->debug_objects_enabled, 0);
+		if (d->obj_cache)
+			kmem_cache_destroy(k, d->obj_cache);
+		d->obj_cache = NULL;
+		pr_warn(k, "ODEBUG: out of memory.");
+	} else if (d->selftest) {
+		debug_objects_selftest(k, d);
+	}
+
+	/* The thresholds grow with the number of CPUs (v5.3: a batch each). */
+	d->debug_objects_pool_size += (int)k->nr_cpu_ids * ODEBUG_BATCH_SIZE;
+	d->debug_objects_pool_min_level += (int)k->nr_cpu_ids * ODEBUG_BATCH_SIZE;
+	return 0;
+}
+
+void debug_objects_exit(struct odb_kernel *k)
+{
+	struct debug_objects *d = dobj(k);
+
+	if (!d)
+		return;
+	if (d->early_done) {
+		cancel_delayed_work_sync(k, &d->debug_obj_work);
+		for (int i = 0; i < ODEBUG_HASH_SIZE; i++)
+			spin_lock_destroy(&d->obj_hash[i].lock);
+		spin_lock_destroy(&d->pool_lock);
+	}
+	/* Slab trackers live in the arena and go with the slab. */
+	free(d->obj_hash);
+	free(d->obj_static_pool);
+	free(d->percpu_obj_pool);
+	free(d);
+	k->debugobjects = NULL;
+}
+
+/* ---- public C API ------------------------------------------------------------------------------------- */
+static int check_descr(struct odb_kernel *k, const struct odb_debug_obj_descr *descr)
+{
+	if (!descr)
+		return odb_err(k, ODB_EINVAL, "debug objects: descriptor is NULL");
+	if (!descr->name)
+		return odb_err(k, ODB_EINVAL, "debug objects: descriptor has no name");
+	return 0;
+}
+
+#define ODB_DOBJ_VOID_API(pub, fn) \
+	int pub(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *descr) \
+	{ \
+		struct odb_task *t = odb_enter(k); \
+		int ret; \
+		if (!t) \
+			return odb_enter_failed(k); \
+		ret = check_descr(k, descr); \
+		if (!ret) \
+			fn(k, addr, descr); \
+		return odb_leave(t, ret); \
+	}
+
+ODB_DOBJ_VOID_API(odb_debug_object_init, debug_object_init)
+ODB_DOBJ_VOID_API(odb_debug_object_init_on_stack, debug_object_init_on_stack)
+ODB_DOBJ_VOID_API(odb_debug_object_deactivate, debug_object_deactivate)
+ODB_DOBJ_VOID_API(odb_debug_object_destroy, debug_object_destroy)
+ODB_DOBJ_VOID_API(odb_debug_object_free, debug_object_free)
+ODB_DOBJ_VOID_API(odb_debug_object_assert_init, debug_object_assert_init)
+
+int odb_debug_object_activate(odb_kernel *k, odb_addr_t addr, const struct odb_debug_obj_descr *descr)
+{
+	struct odb_task *t = odb_enter(k);
+	int ret;
+
+	if (!t)
+		return odb_enter_failed(k);
+	ret = check_descr(k, descr);
+	if (!ret)
+		ret = debug_object_activate(k, addr, descr);
+	return odb_leave(t, ret);
+}
+
+int odb_debug_object_active_state(odb_kernel *k, odb_addr_t addr,
+				  const struct odb_debug_obj_descr *descr,
+				  unsigned int expect, unsigned int next)
+{
+	struct odb_task *t = odb_enter(k);
+	int ret;
+
+	if (!t)
+		return odb_enter_failed(k);
+	ret = check_descr(k, descr);
+	if (!ret)
+		debug_object_active_state(k, addr, descr, expect, next);
+	return odb_leave(t, ret);
+}
+
+int odb_debug_check_no_obj_freed(odb_kernel *k, odb_addr_t addr, uint64_t size)
+{
+	struct odb_task *t = odb_enter(k);
+
+	if (!t)
+		return odb_enter_failed(k);
+	if (size > (1ULL << 40) || addr + size < addr)
+		return odb_leave(t, odb_err(k, ODB_ERANGE,
+					    "check_no_obj_freed: range [0x%llx, +0x%llx) too large or wraps",
+					    (unsigned long long)addr, (unsigned long long)size));
+	debug_check_no_obj_freed_range(k, addr, size);
+	return odb_leave(t, ODB_OK);
+}
+
+int odb_debug_object_lookup(odb_kernel *k, odb_addr_t addr, int *state, unsigned int *astate)
+{
+	struct odb_task *t = odb_enter(k);
+	struct debug_objects *d;
+	struct debug_bucket *db;
+	struct hlist_node *n;
+	unsigned long flags;
+	int ret = ODB_ENOENT;
+
+	if (!t)
+		return odb_enter_failed(k);
+	d = dobj(k);
+	if (!d || !d->early_done)
+		return odb_leave(t, ODB_ENOENT);
+	db = get_bucket(d, addr);
+	raw_spin_lock_irqsave(k, &db->lock, flags);
+	for (n = db->list.first; n; n = n->next) {
+		struct debug_obj *obj = container_of(n, struct debug_obj, node);
+
+		if (obj->object == addr) {
+			if (state)
+				*state = (int)obj->state;
+			if (astate)
+				*astate = obj->astate;
+			ret = ODB_OK;
+			break;
+		}
+	}
+	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	return odb_leave(t, ret);
+}
+
+/* What the stats file shows (debug_stats_show). */
+static void debug_stats_get(struct odb_kernel *k, struct debug_objects *d,
+			    struct odb_debug_objects_stats *s)
+{
+	int64_t pcp = 0;
+	unsigned long flags;
+
+	memset(s, 0, sizeof(*s));
+	if (!d || !d->early_done)
+		return;
+	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++)
+		pcp += READ_ONCE(d->percpu_obj_pool[cpu].obj_free);
+	s->max_chain = READ_ONCE(d->debug_objects_maxchain);
+	s->max_checked = READ_ONCE(d->debug_objects_maxchecked);
+	s->warnings = READ_ONCE(d->debug_objects_warnings);
+	s->fixups = READ_ONCE(d->debug_objects_fixups);
+	raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+	s->pool_free = d->obj_pool_free + pcp;
+	s->pool_pcp_free = pcp;
+	s->pool_min_free = d->obj_pool_min_free;
+	s->pool_used = d->obj_pool_used - pcp;
+	s->pool_max_used = d->obj_pool_max_used;
+	s->on_free_list = d->obj_nr_tofree;
+	s->objs_allocated = d->debug_objects_allocated;
+	s->objs_freed = d->debug_objects_freed;
+	raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+}
+
+int odb_debug_objects_stats(odb_kernel *k, struct odb_debug_objects_stats *out)
+{
+	struct odb_task *t = odb_enter(k);
+
+	if (!t)
+		return odb_enter_failed(k);
+	debug_stats_get(k, dobj(k), out);
+	return odb_leave(t, ODB_OK);
+}
+
+char *odb_debug_objects_stats_text(odb_kernel *k)
+{
+	struct odb_task *t = odb_enter(k);
+	struct odb_debug_objects_stats s;
+	char *buf;
+
+	if (!t)
+		return NULL;
+	debug_stats_get(k, dobj(k), &s);
+	buf = malloc(512);
+	if (buf)
+		snprintf(buf, 512,
+			 "max_chain     :%lld\n"
+			 "max_checked   :%lld\n"
+			 "warnings      :%lld\n"
+			 "fixups        :%lld\n"
+			 "pool_free     :%lld\n"
+			 "pool_pcp_free :%lld\n"
+			 "pool_min_free :%lld\n"
+			 "pool_used     :%lld\n"
+			 "pool_max_used :%lld\n"
+			 "on_free_list  :%lld\n"
+			 "objs_allocated:%lld\n"
+			 "objs_freed    :%lld\n",
+			 (long long)s.max_chain, (long long)s.max_checked, (long long)s.warnings,
+			 (long long)s.fixups, (long long)s.pool_free, (long long)s.pool_pcp_free,
+			 (long long)s.pool_min_free, (long long)s.pool_used,
+			 (long long)s.pool_max_used, (long long)s.on_free_list,
+			 (long long)s.objs_allocated, (long long)s.objs_freed);
+	odb_leave(t, ODB_OK);
+	return buf;
+}
+
+int odb_debug_objects_internals(odb_kernel *k, struct odb_debug_objects_internals *out)
+{
+	struct odb_task *t = odb_enter(k);
+	struct debug_objects *d;
+	unsigned long flags;
+
+	if (!t)
+		return odb_enter_failed(k);
+	memset(out, 0, sizeof(*out));
+	d = dobj(k);
+	if (!d || !d->early_done)
+		return odb_leave(t, ODB_OK);
+	out->enabled = enabled(d);
+	out->obj_cache = d->obj_cache != NULL;
+	out->eager = d->policy == ODEBUG_FREE_EAGER;
+	out->obj_freeing = READ_ONCE(d->obj_freeing);
+	out->work_pending = odb_work_pending(k, &d->debug_obj_work);
+	out->nr_cpus = (int)k->nr_cpu_ids;
+	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids && cpu < ODB_MAX_CPUS; cpu++)
+		out->pcp_free[cpu] = READ_ONCE(d->percpu_obj_pool[cpu].obj_free);
+	for (int i = 0; i < ODEBUG_HASH_SIZE; i++) {
+		struct debug_bucket *db = &d->obj_hash[i];
+
+		if (!READ_ONCE(db->list.first))
+			continue;
+		raw_spin_lock_irqsave(k, &db->lock, flags);
+		for (struct hlist_node *n = db->list.first; n; n = n->next)
+			out->hashed++;
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	}
+	raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+	out->obj_pool_free = d->obj_pool_free;
+	out->obj_pool_min_free = d->obj_pool_min_free;
+	out->obj_pool_used = d->obj_pool_used;
+	out->obj_pool_max_used = d->obj_pool_max_used;
+	out->obj_nr_tofree = d->obj_nr_tofree;
+	raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+	out->pool_size = d->debug_objects_pool_size;
+	out->pool_min_level = d->debug_objects_pool_min_level;
+	out->work_runs = READ_ONCE(d->work_runs);
+	out->trylock_failed = READ_ONCE(d->trylock_failed);
+	out->selftest_passed = d->selftest_passed;
+	return odb_leave(t, ODB_OK);
+}
+
+bool odb_debug_objects_enabled(odb_kernel *k)
+{
+	return !odb_kernel_closed(k) && enabled(dobj(k));
+}
+
+int odb_debug_objects_fail_trylock(odb_kernel *k, unsigned int n)
+{
+	struct odb_task *t = odb_enter(k);
+	struct debug_objects *d;
+
+	if (!t)
+		return odb_enter_failed(k);
+	d = dobj(k);
+	if (d)
+		WRITE_ONCE(d->fail_trylock, (int)(n > INT32_MAX ? INT32_MAX : n));
+	return odb_leave(t, ODB_OK);
+}
+
+int odb_debug_objects_stack_bounds(odb_kernel *k, odb_addr_t *lo, odb_addr_t *hi)
+{
+	struct odb_task *t = odb_enter(k);
+
+	if (!t)
+		return odb_enter_failed(k);
+	*lo = t->stack_lo;
+	*hi = t->stack_hi;
+	return odb_leave(t, ODB_OK);
+}

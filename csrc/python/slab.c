@@ -1,0 +1,729 @@
+/*
+ * Binding of the slab allocator: the Cache type and module functions taking
+ * the Kernel first (kmalloc, kfree, ksize, krealloc, slabinfo_text, ...).
+ * O(1) calls keep the GIL (the Python caller then appears in tracks); O(n)
+ * calls (validate, destroy, bulk, slabinfo) release it, except on caches with
+ * a Python constructor, which needs the GIL inside the allocator.
+ */
+#include "python/binding.h"
+
+typedef struct {
+	PyObject_HEAD
+	KernelObject *kernel;
+	odb_cache *s;             /* NULL once destroyed */
+	PyObject *ctor;           /* Python constructor or NULL */
+	PyObject *name;
+} CacheObject;
+
+static core_state *cache_state(CacheObject *c) { return c->kernel->st; }
+
+#define CACHE_READY(c) \
+	do { \
+		if (!(c)->s) \
+			return PyErr_Format(cache_state(c)->Error, "cache %U was destroyed", (c)->name), NULL; \
+		CHECK_OPEN((c)->kernel); \
+	} while (0)
+
+static void py_ctor(odb_kernel *k, odb_addr_t obj, void *ctx)
+{
+	CacheObject *c = ctx;
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *r = PyObject_CallFunction(c->ctor, "K", (unsigned long long)obj);
+
+	if (!r)
+		PyErr_WriteUnraisable(c->ctor);
+	Py_XDECREF(r);
+	PyGILState_Release(g);
+}
+
+static PyObject *new_cache(core_state *st, KernelObject *ko, odb_cache *s, PyObject *ctor)
+{
+	struct odb_cache_info info;
+	CacheObject *c = PyObject_GC_New(CacheObject, (PyTypeObject *)st->CacheType);
+
+	if (!c)
+		return NULL;
+	c->kernel = (KernelObject *)Py_NewRef(ko);
+	c->s = s;
+	c->ctor = ctor ? Py_NewRef(ctor) : NULL;
+	odb_kmem_cache_info(ko->k, s, &info);
+	c->name = PyUnicode_FromString(info.name);
+	PyObject_GC_Track(c);
+	if (!c->name) {
+		Py_DECREF(c);
+		return NULL;
+	}
+	return (PyObject *)c;
+}
+
+/* cache_create(kernel, name, size, align, flags, ctor) -> Cache */
+static PyObject *py_cache_create(PyObject *m, PyObject *args)
+{
+	PyObject *kobj, *ctor;
+	const char *name;
+	unsigned int size, align, flags;
+	KernelObject *ko;
+	CacheObject *c;
+	odb_cache *s;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OsIIIO", &kobj, &name, &size, &align, &flags, &ctor))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true)))
+		return NULL;
+	if (ctor != Py_None && !PyCallable_Check(ctor))
+		return PyErr_SetString(PyExc_TypeError, "ctor must be callable or None"), NULL;
+	if (ctor == Py_None) {
+		ret = odb_kmem_cache_create(ko->k, name, size, align, flags, NULL, NULL, &s);
+		if (ret)
+			return odb_raise(ko, ret);
+		return new_cache(ko->st, ko, s, NULL);
+	}
+	/* The Python object must exist before the first slab's ctor calls. */
+	c = PyObject_GC_New(CacheObject, (PyTypeObject *)ko->st->CacheType);
+	if (!c)
+		return NULL;
+	c->kernel = (KernelObject *)Py_NewRef(ko);
+	c->s = NULL;
+	c->ctor = Py_NewRef(ctor);
+	c->name = PyUnicode_FromString(name);
+	PyObject_GC_Track(c);
+	if (!c->name) {
+		Py_DECREF(c);
+		return NULL;
+	}
+	ret = odb_kmem_cache_create(ko->k, name, size, align, flags, py_ctor, c, &s);
+	if (ret) {
+		Py_DECREF(c);
+		return odb_raise(ko, ret);
+	}
+	c->s = s;
+	return (PyObject *)c;
+}
+
+static PyObject *py_cache_find(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	const char *name;
+	KernelObject *ko;
+	odb_cache *s;
+
+	if (!PyArg_ParseTuple(args, "Os", &kobj, &name))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, false)))
+		return NULL;
+	s = odb_kmem_cache_find(ko->k, name);
+	if (!s)
+		Py_RETURN_NONE;
+	return new_cache(ko->st, ko, s, NULL);
+}
+
+static PyObject *py_cache_names(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, false);
+	odb_cache **arr;
+	size_t n, got;
+	PyObject *list;
+
+	if (!ko)
+		return NULL;
+	n = odb_kmem_cache_list(ko->k, NULL, 0);
+	arr = PyMem_Calloc(n + 1, sizeof(*arr));
+	if (!arr)
+		return PyErr_NoMemory();
+	got = odb_kmem_cache_list(ko->k, arr, n);
+	if (got > n)
+		got = n;
+	list = PyList_New(0);
+	for (size_t i = 0; list && i < got; i++) {
+		struct odb_cache_info info;
+		PyObject *s;
+
+		odb_kmem_cache_info(ko->k, arr[i], &info);
+		s = PyUnicode_FromString(info.name);
+		if (!s || PyList_Append(list, s)) {
+			Py_XDECREF(s);
+			Py_CLEAR(list);
+			break;
+		}
+		Py_DECREF(s);
+	}
+	PyMem_Free(arr);
+	return list;
+}
+
+static PyObject *py_kmalloc(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	Py_ssize_t size;
+	unsigned int gfp;
+	KernelObject *ko;
+	odb_addr_t a;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OnI", &kobj, &size, &gfp))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true)))
+		return NULL;
+	if (size < 0)
+		return PyErr_Format(ko->st->InvalidArgument, "kmalloc: negative size %zd", size), NULL;
+	ret = odb_kmalloc(ko->k, (size_t)size, gfp, &a);
+	if (ret == ODB_ENOMEM)
+		Py_RETURN_NONE;
+	if (ret)
+		return odb_raise(ko, ret);
+	return PyLong_FromUnsignedLongLong(a);
+}
+
+static PyObject *py_kfree(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long a;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true)))
+		return NULL;
+	ret = odb_kfree(ko->k, a);
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_ksize(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long a;
+	KernelObject *ko;
+	size_t n;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true)))
+		return NULL;
+	ret = odb_ksize(ko->k, a, &n);
+	if (ret)
+		return odb_raise(ko, ret);
+	return PyLong_FromSize_t(n);
+}
+
+static PyObject *py_krealloc(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long a;
+	Py_ssize_t size;
+	unsigned int gfp;
+	KernelObject *ko;
+	odb_addr_t out;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OKnI", &kobj, &a, &size, &gfp))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true)))
+		return NULL;
+	if (size < 0)
+		return PyErr_Format(ko->st->InvalidArgument, "krealloc: negative size %zd", size), NULL;
+	ret = odb_krealloc(ko->k, a, (size_t)size, gfp, &out);
+	if (ret == ODB_ENOMEM)
+		Py_RETURN_NONE;
+	if (ret)
+		return odb_raise(ko, ret);
+	return PyLong_FromUnsignedLongLong(out);
+}
+
+static PyObject *py_slabinfo_text(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, false);
+	char *s;
+	PyObject *r;
+
+	if (!ko)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	s = odb_slabinfo_text(ko->k);
+	Py_END_ALLOW_THREADS
+	if (!s)
+		return PyErr_NoMemory();
+	r = PyUnicode_FromString(s);
+	odb_free(s);
+	return r;
+}
+
+static PyObject *py_slab_flags_parse(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	const char *letters;
+	KernelObject *ko;
+	unsigned int f;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "Os", &kobj, &letters))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, false)))
+		return NULL;
+	ret = odb_slab_flags_parse(ko->k, letters, &f);
+	if (ret)
+		return odb_raise(ko, ret);
+	return PyLong_FromUnsignedLong(f);
+}
+
+static PyObject *py_slab_flags_letters(PyObject *m, PyObject *arg)
+{
+	unsigned long f = PyLong_AsUnsignedLong(arg);
+	char buf[16];
+
+	if (f == (unsigned long)-1 && PyErr_Occurred())
+		return NULL;
+	odb_slab_flags_letters((unsigned int)f, buf, sizeof(buf));
+	return PyUnicode_FromString(buf);
+}
+
+static PyObject *py_slab_object(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long a;
+	KernelObject *ko;
+	odb_cache *s;
+	odb_addr_t obj;
+	struct odb_cache_info info;
+
+	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, false)))
+		return NULL;
+	if (odb_slab_object(ko->k, a, &s, &obj))
+		Py_RETURN_NONE;
+	odb_kmem_cache_info(ko->k, s, &info);
+	return Py_BuildValue("(sK)", info.name, (unsigned long long)obj);
+}
+
+static PyObject *py_slab_errors(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, false);
+
+	if (!ko)
+		return NULL;
+	return PyLong_FromUnsignedLong(odb_slab_errors(ko->k));
+}
+
+static PyObject *py_stat_names(PyObject *m, PyObject *unused)
+{
+	unsigned int n = odb_slub_stat_count();
+	PyObject *t = PyTuple_New(n);
+
+	for (unsigned int i = 0; t && i < n; i++) {
+		PyObject *s = PyUnicode_FromString(odb_slub_stat_name(i));
+		if (!s) {
+			Py_CLEAR(t);
+			break;
+		}
+		PyTuple_SET_ITEM(t, i, s);
+	}
+	return t;
+}
+
+/* ---- Cache -------------------------------------------------------------------------- */
+static PyObject *Cache_alloc(CacheObject *c, PyObject *args)
+{
+	unsigned int gfp = ODB_GFP_KERNEL;
+	odb_addr_t a;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "|I", &gfp))
+		return NULL;
+	CACHE_READY(c);
+	ret = odb_kmem_cache_alloc(c->kernel->k, c->s, gfp, &a);
+	if (ret == ODB_ENOMEM)
+		Py_RETURN_NONE;
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	return PyLong_FromUnsignedLongLong(a);
+}
+
+static PyObject *Cache_kmalloc(CacheObject *c, PyObject *args)
+{
+	Py_ssize_t size;
+	unsigned int gfp = ODB_GFP_KERNEL;
+	odb_addr_t a;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "n|I", &size, &gfp))
+		return NULL;
+	CACHE_READY(c);
+	if (size < 0)
+		return PyErr_Format(cache_state(c)->InvalidArgument, "kmalloc: negative size %zd", size), NULL;
+	ret = odb_kmem_cache_kmalloc(c->kernel->k, c->s, (size_t)size, gfp, &a);
+	if (ret == ODB_ENOMEM)
+		Py_RETURN_NONE;
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	return PyLong_FromUnsignedLongLong(a);
+}
+
+static PyObject *Cache_free(CacheObject *c, PyObject *arg)
+{
+	unsigned long long a = PyLong_AsUnsignedLongLong(arg);
+	int ret;
+
+	if (a == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	CACHE_READY(c);
+	ret = odb_kmem_cache_free(c->kernel->k, c->s, a);
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Cache_alloc_bulk(CacheObject *c, PyObject *args)
+{
+	Py_ssize_t n;
+	unsigned int gfp = ODB_GFP_KERNEL;
+	odb_addr_t *arr;
+	PyObject *list;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "n|I", &n, &gfp))
+		return NULL;
+	CACHE_READY(c);
+	if (n < 0 || n > (1 << 24))
+		return PyErr_Format(cache_state(c)->InvalidArgument, "alloc_bulk: count %zd out of range", n), NULL;
+	arr = PyMem_Calloc((size_t)n + 1, sizeof(*arr));
+	if (!arr)
+		return PyErr_NoMemory();
+	if (c->ctor) {
+		ret = odb_kmem_cache_alloc_bulk(c->kernel->k, c->s, gfp, (size_t)n, arr);
+	} else {
+		Py_BEGIN_ALLOW_THREADS
+		ret = odb_kmem_cache_alloc_bulk(c->kernel->k, c->s, gfp, (size_t)n, arr);
+		Py_END_ALLOW_THREADS
+	}
+	if (ret == ODB_ENOMEM) {
+		PyMem_Free(arr);
+		Py_RETURN_NONE;
+	}
+	if (ret) {
+		PyMem_Free(arr);
+		return odb_raise(c->kernel, ret);
+	}
+	list = PyList_New(n);
+	for (Py_ssize_t i = 0; list && i < n; i++) {
+		PyObject *v = PyLong_FromUnsignedLongLong(arr[i]);
+		if (!v) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, i, v);
+	}
+	PyMem_Free(arr);
+	return list;
+}
+
+static PyObject *Cache_free_bulk(CacheObject *c, PyObject *seq)
+{
+	PyObject *fast = PySequence_Fast(seq, "free_bulk: expected a sequence of addresses");
+	Py_ssize_t n;
+	odb_addr_t *arr;
+	int ret;
+
+	if (!fast)
+		return NULL;
+	if (!c->s || !c->kernel->k || odb_kernel_closed(c->kernel->k)) {
+		Py_DECREF(fast);
+		CACHE_READY(c);
+	}
+	n = PySequence_Fast_GET_SIZE(fast);
+	arr = PyMem_Calloc((size_t)n + 1, sizeof(*arr));
+	if (!arr) {
+		Py_DECREF(fast);
+		return PyErr_NoMemory();
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		arr[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(fast, i));
+		if (arr[i] == (unsigned long long)-1 && PyErr_Occurred()) {
+			PyMem_Free(arr);
+			Py_DECREF(fast);
+			return NULL;
+		}
+	}
+	Py_DECREF(fast);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kmem_cache_free_bulk(c->kernel->k, c->s, (size_t)n, arr);
+	Py_END_ALLOW_THREADS
+	PyMem_Free(arr);
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Cache_validate(CacheObject *c, PyObject *unused)
+{
+	long errors;
+	int ret;
+
+	CACHE_READY(c);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kmem_cache_validate(c->kernel->k, c->s, &errors);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	return PyLong_FromLong(errors);
+}
+
+static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
+{
+	odb_cache *s = c->s;
+	int ret;
+
+	CACHE_READY(c);
+	c->s = NULL;
+	if (c->ctor) {
+		ret = odb_kmem_cache_destroy(c->kernel->k, s);
+	} else {
+		Py_BEGIN_ALLOW_THREADS
+		ret = odb_kmem_cache_destroy(c->kernel->k, s);
+		Py_END_ALLOW_THREADS
+	}
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Cache_info(CacheObject *c, PyObject *unused)
+{
+	struct odb_cache_info i;
+	int ret;
+
+	CACHE_READY(c);
+	ret = odb_kmem_cache_info(c->kernel->k, c->s, &i);
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	return Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:O,s:O,s:O,s:I,"
+			     "s:k,s:k,s:k,s:k,s:I}",
+			     "name", i.name, "object_size", i.object_size, "size", i.size,
+			     "align", i.align, "offset", i.offset, "inuse", i.inuse,
+			     "red_left_pad", i.red_left_pad, "order", i.order,
+			     "objects_per_slab", i.objects_per_slab, "min_partial", i.min_partial,
+			     "cpu_partial", i.cpu_partial, "flags", i.flags, "letters", i.letters,
+			     "kmalloc", i.kmalloc ? Py_True : Py_False,
+			     "cmpxchg_double", i.cmpxchg_double ? Py_True : Py_False,
+			     "object_poison", i.object_poison ? Py_True : Py_False,
+			     "info_end", i.info_end, "nr_slabs", i.nr_slabs,
+			     "total_objects", i.total_objects, "nr_partial", i.nr_partial,
+			     "active_objs", i.active_objs, "kasan_meta_size", i.kasan_meta_size);
+}
+
+static PyObject *Cache_stats(CacheObject *c, PyObject *args)
+{
+	int per_cpu = 0;
+	unsigned int n = odb_slub_stat_count(), ncpu;
+	uint64_t *sum, *pc;
+	PyObject *d;
+
+	if (!PyArg_ParseTuple(args, "|p", &per_cpu))
+		return NULL;
+	CACHE_READY(c);
+	ncpu = odb_nr_cpus(c->kernel->k);
+	sum = PyMem_Calloc(n, sizeof(*sum));
+	pc = PyMem_Calloc((size_t)n * ncpu, sizeof(*pc));
+	if (!sum || !pc) {
+		PyMem_Free(sum);
+		PyMem_Free(pc);
+		return PyErr_NoMemory();
+	}
+	odb_kmem_cache_stats(c->kernel->k, c->s, sum, pc);
+	d = PyDict_New();
+	for (unsigned int i = 0; d && i < n; i++) {
+		PyObject *v;
+		if (per_cpu) {
+			v = PyList_New(ncpu);
+			for (unsigned int cpu = 0; v && cpu < ncpu; cpu++) {
+				PyObject *x = PyLong_FromUnsignedLongLong(pc[(size_t)cpu * n + i]);
+				if (!x) {
+					Py_CLEAR(v);
+					break;
+				}
+				PyList_SET_ITEM(v, cpu, x);
+			}
+		} else {
+			v = PyLong_FromUnsignedLongLong(sum[i]);
+		}
+		if (!v || PyDict_SetItemString(d, odb_slub_stat_name(i), v)) {
+			Py_XDECREF(v);
+			Py_CLEAR(d);
+			break;
+		}
+		Py_DECREF(v);
+	}
+	PyMem_Free(sum);
+	PyMem_Free(pc);
+	return d;
+}
+
+static PyObject *Cache_bench_pairs(CacheObject *c, PyObject *args)
+{
+	unsigned long long n;
+	unsigned int batch = 1;
+	uint64_t ns;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "K|I", &n, &batch))
+		return NULL;
+	CACHE_READY(c);
+	if (c->ctor)
+		return PyErr_SetString(cache_state(c)->StateError, "bench: not on a cache with a Python ctor"), NULL;
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_bench_slab_pairs(c->kernel->k, c->s, n, batch, &ns);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	return PyLong_FromUnsignedLongLong(ns);
+}
+
+static PyObject *py_bench_malloc(PyObject *m, PyObject *args)
+{
+	Py_ssize_t size;
+	unsigned long long n;
+	unsigned int batch = 1;
+	uint64_t ns;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "nK|I", &size, &n, &batch))
+		return NULL;
+	if (size < 0)
+		return PyErr_SetString(PyExc_ValueError, "size must be >= 0"), NULL;
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_bench_malloc_pairs((size_t)size, n, batch, &ns);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return PyErr_SetString(PyExc_ValueError, "bench: batch must be 1..4096"), NULL;
+	return PyLong_FromUnsignedLongLong(ns);
+}
+
+static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL); }
+static PyObject *Cache_get_name(CacheObject *c, void *x) { return Py_NewRef(c->name); }
+
+static PyObject *Cache_repr(CacheObject *c)
+{
+	return PyUnicode_FromFormat("<odebug cache %U%s>", c->name, c->s ? "" : " (destroyed)");
+}
+
+static int Cache_traverse(CacheObject *c, visitproc visit, void *arg)
+{
+	Py_VISIT(Py_TYPE(c));
+	Py_VISIT(c->kernel);
+	Py_VISIT(c->ctor);
+	return 0;
+}
+
+static int Cache_clear(CacheObject *c)
+{
+	Py_CLEAR(c->ctor);
+	Py_CLEAR(c->kernel);
+	return 0;
+}
+
+static void Cache_dealloc(CacheObject *c)
+{
+	PyTypeObject *tp = Py_TYPE(c);
+
+	PyObject_GC_UnTrack(c);
+	/* A cache with a Python ctor keeps a pointer to this object: it cannot
+	 * outlive its Cache, so it is destroyed with it (a kernel teardown first
+	 * closes it through Kernel.close). */
+	if (c->ctor && c->s && c->kernel && c->kernel->k && !odb_kernel_closed(c->kernel->k)) {
+		odb_kmem_cache_destroy(c->kernel->k, c->s);
+		c->s = NULL;
+	}
+	Cache_clear(c);
+	Py_XDECREF(c->name);
+	tp->tp_free(c);
+	Py_DECREF(tp);
+}
+
+static PyMethodDef Cache_methods[] = {
+	{ "alloc", (PyCFunction)Cache_alloc, METH_VARARGS, "kmem_cache_alloc(gfp) -> address or None." },
+	{ "kmalloc", (PyCFunction)Cache_kmalloc, METH_VARARGS, "kmalloc(size, gfp) from this cache (orig_size tracking)." },
+	{ "free", (PyCFunction)Cache_free, METH_O, "kmem_cache_free(addr)." },
+	{ "alloc_bulk", (PyCFunction)Cache_alloc_bulk, METH_VARARGS, "kmem_cache_alloc_bulk(n, gfp) -> list or None." },
+	{ "free_bulk", (PyCFunction)Cache_free_bulk, METH_O, "kmem_cache_free_bulk(addresses)." },
+	{ "validate", (PyCFunction)Cache_validate, METH_NOARGS, "validate_slab_cache -> errors (KUnit rule)." },
+	{ "destroy", (PyCFunction)Cache_destroy, METH_NOARGS, "kmem_cache_destroy." },
+	{ "info", (PyCFunction)Cache_info, METH_NOARGS, "Layout and counters as a dict." },
+	{ "stats", (PyCFunction)Cache_stats, METH_VARARGS, "CONFIG_SLUB_STATS counters (per_cpu=False)." },
+	{ "bench_pairs", (PyCFunction)Cache_bench_pairs, METH_VARARGS, "bench_pairs(n, batch=1) -> ns for n alloc+free pairs in C." },
+	{ NULL }
+};
+
+static PyGetSetDef Cache_getset[] = {
+	{ "destroyed", (getter)Cache_get_destroyed, NULL, NULL, NULL },
+	{ "name", (getter)Cache_get_name, NULL, NULL, NULL },
+	{ NULL }
+};
+
+static PyType_Slot Cache_slots[] = {
+	{ Py_tp_dealloc, Cache_dealloc },
+	{ Py_tp_traverse, Cache_traverse },
+	{ Py_tp_clear, Cache_clear },
+	{ Py_tp_methods, Cache_methods },
+	{ Py_tp_getset, Cache_getset },
+	{ Py_tp_repr, Cache_repr },
+	{ Py_tp_doc, "A slab cache (use odebug.Cache through Kernel.kmem_cache_create / Kernel.cache)." },
+	{ 0, NULL }
+};
+
+static PyType_Spec Cache_spec = {
+	.name = "odebug._core.Cache",
+	.basicsize = sizeof(CacheObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE |
+		 Py_TPFLAGS_DISALLOW_INSTANTIATION,
+	.slots = Cache_slots,
+};
+
+static PyMethodDef slab_functions[] = {
+	{ "cache_create", py_cache_create, METH_VARARGS, NULL },
+	{ "cache_find", py_cache_find, METH_VARARGS, NULL },
+	{ "cache_names", py_cache_names, METH_O, NULL },
+	{ "kmalloc", py_kmalloc, METH_VARARGS, NULL },
+	{ "kfree", py_kfree, METH_VARARGS, NULL },
+	{ "ksize", py_ksize, METH_VARARGS, NULL },
+	{ "krealloc", py_krealloc, METH_VARARGS, NULL },
+	{ "slabinfo_text", py_slabinfo_text, METH_O, NULL },
+	{ "slab_flags_parse", py_slab_flags_parse, METH_VARARGS, NULL },
+	{ "slab_flags_letters", py_slab_flags_letters, METH_O, NULL },
+	{ "slab_object", py_slab_object, METH_VARARGS, NULL },
+	{ "slub_stat_names", py_stat_names, METH_NOARGS, NULL },
+	{ "slab_errors", py_slab_errors, METH_O, NULL },
+	{ "bench_malloc_pairs", py_bench_malloc, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+int odb_py_slab_init(PyObject *m, core_state *st)
+{
+	st->CacheType = PyType_FromModuleAndSpec(m, &Cache_spec, NULL);
+	if (!st->CacheType)
+		return -1;
+	if (PyModule_AddObjectRef(m, "Cache", st->CacheType))
+		return -1;
+	if (PyModule_AddFunctions(m, slab_functions))
+		return -1;
+#define ADD(n, v) if (PyModule_AddIntConstant(m, n, (long)(v))) return -1
+	ADD("SLAB_CONSISTENCY_CHECKS", ODB_SLAB_CONSISTENCY_CHECKS);
+	ADD("SLAB_RED_ZONE", ODB_SLAB_RED_ZONE);
+	ADD("SLAB_POISON", ODB_SLAB_POISON);
+	ADD("SLAB_KMALLOC", ODB_SLAB_KMALLOC);
+	ADD("SLAB_HWCACHE_ALIGN", ODB_SLAB_HWCACHE_ALIGN);
+	ADD("SLAB_STORE_USER", ODB_SLAB_STORE_USER);
+	ADD("SLAB_TYPESAFE_BY_RCU", ODB_SLAB_TYPESAFE_BY_RCU);
+	ADD("SLAB_TRACE", ODB_SLAB_TRACE);
+	ADD("SLAB_DEBUG_OBJECTS", ODB_SLAB_DEBUG_OBJECTS);
+	ADD("SLAB_NOLEAKTRACE", ODB_SLAB_NOLEAKTRACE);
+	ADD("SLAB_NO_MERGE", ODB_SLAB_NO_MERGE);
+	ADD("SLAB_FAILSLAB", ODB_SLAB_FAILSLAB);
+	ADD("SLAB_NO_USER_FLAGS", ODB_SLAB_NO_USER_FLAGS);
+	ADD("ZERO_SIZE_PTR", ODB_ZERO_SIZE_PTR);
+#undef ADD
+	return 0;
+}

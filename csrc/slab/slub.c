@@ -1,0 +1,1318 @@
+/*
+ * SLUB, as of the 2016 series (v4.6 structure), with the debug paths of both
+ * policies (odebug.slub_path=relaxed|locked) and modern report formats.
+ *
+ * Per vCPU: a cpu slab whose freelist is taken whole into c->freelist (the
+ * lockless fast path; here "lockless" means under the cheap per-vCPU irq
+ * lock only), and a chain of per-CPU partial slabs.  One node with a partial
+ * list (and a full list with SLAB_STORE_USER) under list_lock.  Frees of
+ * objects whose slab is not this vCPU's cpu slab go through __slab_free:
+ * a double-word compare-and-swap on the slab's freelist+counters, or the
+ * slab lock when the cache may not use cmpxchg.
+ *
+ * Caches with debug flags never use the fast path: every allocation takes
+ * one object in ___slab_alloc and deactivates the slab again (one cmpxchg
+ * per object left on the freelist: the cost Abbott measured), every free
+ * goes to __slab_free through free_debug_processing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "slab/slub.h"
+#include "kernel/params.h"
+#include "kasan/kasan.h"
+
+const char *const slub_stat_names[NR_SLUB_STAT_ITEMS] = {
+	"alloc_fastpath", "alloc_slowpath", "free_fastpath", "free_slowpath", "free_frozen",
+	"free_add_partial", "free_remove_partial", "alloc_from_partial", "alloc_slab",
+	"alloc_refill", "alloc_node_mismatch", "free_slab", "cpuslab_flush", "deactivate_full",
+	"deactivate_empty", "deactivate_to_head", "deactivate_to_tail",
+	"deactivate_remote_frees", "deactivate_bypass", "order_fallback",
+	"cmpxchg_double_cpu_fail", "cmpxchg_double_fail", "cpu_partial_alloc",
+	"cpu_partial_free", "cpu_partial_node", "cpu_partial_drain",
+};
+
+#define MIN_PARTIAL 5
+#define MAX_PARTIAL 10
+#define DEACTIVATE_TO_HEAD_MODE 0
+#define DEACTIVATE_TO_TAIL_MODE 1
+#define PAGE_ALLOC_COSTLY_ORDER 3
+
+/* ---- slab lock and the double-word cmpxchg ----------------------------------------- */
+void slab_lock(struct slab *sl)
+{
+	int z;
+
+	for (;;) {
+		z = 0;
+		if (atomic_compare_exchange_weak_explicit(&sl->lock, &z, 1, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		while (atomic_load_explicit(&sl->lock, memory_order_relaxed))
+			sched_yield();
+	}
+}
+
+void slab_unlock(struct slab *sl)
+{
+	atomic_store_explicit(&sl->lock, 0, memory_order_release);
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define ODB_NO_CMPXCHG16 1   /* TSan does not model 16-byte CAS: use the slab lock */
+#endif
+
+static bool cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu,
+				void *freelist_old, unsigned long counters_old,
+				void *freelist_new, unsigned long counters_new)
+{
+#if !defined(ODB_NO_CMPXCHG16)
+	if (s->flags & __CMPXCHG_DOUBLE) {
+		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
+		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
+		if (__sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n))
+			return true;
+		stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
+		return false;
+	}
+#endif
+	slab_lock(sl);
+	if (sl->freelist == freelist_old && sl->counters == counters_old) {
+		slab_set(sl, freelist_new, counters_new);
+		slab_unlock(sl);
+		return true;
+	}
+	slab_unlock(sl);
+	stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
+	return false;
+}
+
+/* Consistent snapshot of freelist+counters for a cmpxchg attempt. */
+static void slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long *c)
+{
+#if !defined(ODB_NO_CMPXCHG16)
+	if (s->flags & __CMPXCHG_DOUBLE) {
+		*fl = slab_freelist(sl);
+		*c = slab_counters(sl);
+		return;
+	}
+#endif
+	slab_lock(sl);
+	*fl = sl->freelist;
+	*c = sl->counters;
+	slab_unlock(sl);
+}
+
+/* ---- object geometry ------------------------------------------------------------ */
+struct slab *virt_to_slab(struct odb_kernel *k, const void *x)
+{
+	char *p = (char *)x;
+	struct page *pg;
+
+	if (p < k->ram || p >= k->ram + k->ram_bytes)
+		return NULL;
+	pg = virt_to_head_page(k, host_to_virt(k, p));
+	if (!pg || !(pg->flags & PG_slab))
+		return NULL;
+	return page_slab(pg);
+}
+
+odb_addr_t slab_virt(struct kmem_cache *s, const void *p)
+{
+	return p ? host_to_virt(s->k, p) : 0;
+}
+
+/* Object pointer (after the left red zone) of the slot that holds x. */
+void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x)
+{
+	char *base = slab_address(s->k, sl);
+	size_t idx = (size_t)((const char *)x - base) / s->size;
+
+	if (idx >= SLAB_OBJECTS(slab_counters(sl)))
+		idx = SLAB_OBJECTS(slab_counters(sl)) - 1;
+	return base + idx * s->size + s->red_left_pad;
+}
+
+bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
+{
+	uintptr_t base, o, off;
+	uint32_t idx;
+
+	if (!object)
+		return true;
+	base = (uintptr_t)slab_address(s->k, sl);
+	o = (uintptr_t)object - s->red_left_pad;     /* wild values: unsigned arithmetic */
+	if (o < base || o >= base + (uintptr_t)SLAB_OBJECTS(slab_counters(sl)) * s->size)
+		return false;
+	off = o - base;
+	/* obj_to_index via the reciprocal (reciprocal_divide), then exactness */
+	idx = (uint32_t)(((uint64_t)off * s->reciprocal_size) >> 32);
+	if ((uintptr_t)idx * s->size > off)
+		idx--;
+	else if ((uintptr_t)(idx + 1) * s->size <= off)
+		idx++;
+	return (uintptr_t)idx * s->size == off;
+}
+
+/* ---- slab pages ---------------------------------------------------------------- */
+static unsigned int order_objects(unsigned int order, unsigned int size, unsigned int reserved)
+{
+	return (unsigned int)(((PAGE_SIZE << order) - reserved) / size);
+}
+
+static unsigned int get_order(size_t size)
+{
+	unsigned int order = 0;
+
+	size = (size - 1) >> PAGE_SHIFT;
+	while (size) {
+		order++;
+		size >>= 1;
+	}
+	return order;
+}
+
+static int slab_order(unsigned int size, unsigned int min_objects, unsigned int max_order,
+		      unsigned int fract_leftover, unsigned int reserved)
+{
+	unsigned int order;
+
+	if (order_objects(0, size, reserved) > MAX_OBJS_PER_PAGE)
+		return (int)get_order((size_t)size * MAX_OBJS_PER_PAGE) - 1;
+	for (order = get_order((size_t)min_objects * size + reserved); order <= max_order; order++) {
+		unsigned long sz = PAGE_SIZE << order;
+		unsigned long rem = (sz - reserved) % size;
+		if (rem <= sz / fract_leftover)
+			break;
+	}
+	return (int)order;
+}
+
+static int fls_u(unsigned int x) { return x ? 32 - __builtin_clz(x) : 0; }
+
+static int calculate_order(struct odb_kernel *k, unsigned int size, unsigned int reserved)
+{
+	unsigned int min_objects = 4 * ((unsigned int)fls_u(k->nr_cpu_ids) + 1);
+	unsigned int max_objects = order_objects(PAGE_ALLOC_COSTLY_ORDER, size, reserved);
+	int order;
+
+	if (min_objects > max_objects)
+		min_objects = max_objects;
+	while (min_objects > 1) {
+		for (unsigned int fraction = 16; fraction >= 4; fraction /= 2) {
+			order = slab_order(size, min_objects, PAGE_ALLOC_COSTLY_ORDER, fraction, reserved);
+			if (order <= PAGE_ALLOC_COSTLY_ORDER)
+				return order;
+		}
+		min_objects--;
+	}
+	order = slab_order(size, 1, PAGE_ALLOC_COSTLY_ORDER, 1, reserved);
+	if (order <= PAGE_ALLOC_COSTLY_ORDER)
+		return order;
+	order = slab_order(size, 1, MAX_PAGE_ORDER, 1, reserved);
+	if (order <= MAX_PAGE_ORDER)
+		return order;
+	return -1;
+}
+
+/* Called by calculate_sizes() once s->size is known. */
+int slub_set_order(struct kmem_cache *s)
+{
+	int order = calculate_order(s->k, s->size, s->reserved);
+
+	if (order < 0)
+		return -1;
+	s->order = (unsigned int)order;
+	s->reciprocal_size = (uint32_t)(((1ULL << 32) + s->size - 1) / s->size);
+	s->objects = order_objects(s->order, s->size, s->reserved);
+	s->min_order = get_order(s->size);
+	s->min_objects = order_objects(s->min_order, s->size, s->reserved);
+	if (s->objects > MAX_OBJS_PER_PAGE)
+		s->objects = MAX_OBJS_PER_PAGE;
+	return 0;
+}
+
+static bool should_failslab(struct kmem_cache *s, gfp_t gfp)
+{
+	struct odb_kernel *k = s->k;
+	struct failslab_attr *f = &k->failslab;
+
+	if (gfp & __GFP_NOFAIL)
+		return false;
+	if (f->ignore_gfp_reclaim && (gfp & __GFP_DIRECT_RECLAIM))
+		return false;
+	if (f->cache_filter && !(s->flags & SLAB_FAILSLAB))
+		return false;
+	return should_fail_ex(k, &f->attr, s->object_size, (gfp & __GFP_NOWARN) ? FAULT_NOWARN : 0);
+}
+
+static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
+{
+	struct odb_kernel *k = s->k;
+	unsigned int order = s->order, objects = s->objects;
+	gfp_t alloc_gfp = (flags | __GFP_NOWARN) & ~(gfp_t)__GFP_NOFAIL;
+	struct page *pg;
+	struct slab *sl;
+	char *start, *p;
+
+	/* Try the preferred order quietly, then the minimum order (ORDER_FALLBACK). */
+	pg = order > s->min_order ? alloc_pages(k, alloc_gfp, order) : NULL;
+	if (!pg) {
+		if (order > s->min_order)
+			stat_cpu(s, cpu, ORDER_FALLBACK);
+		order = s->min_order;
+		objects = s->min_objects;
+		pg = alloc_pages(k, flags, order);
+		if (!pg)
+			return NULL;
+	}
+	pg->flags |= PG_slab;
+	sl = page_slab(pg);
+	memset(sl, 0, sizeof(*sl));
+	INIT_LIST_HEAD(&sl->slab_list);
+	sl->slab_cache = s;
+	sl->order = order;
+	atomic_init(&sl->lock, 0);
+	start = slab_address(k, sl);
+	setup_slab_debug(s, sl, start);
+	/* Build the freelist in address order. */
+	for (unsigned int i = 0; i < objects; i++) {
+		p = start + (size_t)i * s->size + s->red_left_pad;
+		setup_object_debug(s, p);
+		if (s->ctor)
+			s->ctor(p);
+		else if (s->pctor)
+			s->pctor(k, host_to_virt(k, p), s->pctor_ctx);
+		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
+	}
+	slab_set(sl, start + s->red_left_pad, SLAB_COUNTERS(objects, objects, 1));
+	atomic_fetch_add(&s->node.nr_slabs, 1);
+	atomic_fetch_add(&s->node.total_objects, objects);
+	return sl;
+}
+
+static void __free_slab(struct kmem_cache *s, struct slab *sl)
+{
+	struct odb_kernel *k = s->k;
+	struct page *pg = slab_page(sl);
+	unsigned int order = sl->order;
+
+	/* 2016: only with F (before: any debug flag) the discarded slab is checked */
+	if (kmem_cache_debug(s) && ((s->flags & SLAB_CONSISTENCY_CHECKS) ||
+				    slab_state(k)->path == SLUB_PATH_LOCKED)) {
+		char *base = slab_address(k, sl);
+		slab_pad_check(s, sl);
+		for (unsigned int i = 0; i < SLAB_OBJECTS(sl->counters); i++)
+			check_object(s, sl, base + (size_t)i * s->size + s->red_left_pad,
+				     SLUB_RED_INACTIVE);
+	}
+	atomic_fetch_sub(&s->node.nr_slabs, 1);
+	atomic_fetch_sub(&s->node.total_objects, SLAB_OBJECTS(sl->counters));
+	pg->flags &= ~PG_slab;
+	memset(sl, 0, sizeof(*sl));
+	__free_pages(k, pg, order);
+}
+
+void discard_slab(struct kmem_cache *s, struct slab *sl)
+{
+	__free_slab(s, sl);
+}
+
+/* ---- node lists (list_lock held) ------------------------------------------------- */
+/* nr_partial is read without the lock in places (as in the kernel). */
+static inline unsigned long node_nr_partial(struct kmem_cache_node *n)
+{
+	return __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED);
+}
+
+static void add_partial(struct kmem_cache_node *n, struct slab *sl, int tail)
+{
+	__atomic_store_n(&n->nr_partial, n->nr_partial + 1, __ATOMIC_RELAXED);
+	if (tail == DEACTIVATE_TO_TAIL_MODE)
+		list_add_tail(&sl->slab_list, &n->partial);
+	else
+		list_add(&sl->slab_list, &n->partial);
+}
+
+static void remove_partial(struct kmem_cache_node *n, struct slab *sl)
+{
+	list_del(&sl->slab_list);
+	__atomic_store_n(&n->nr_partial, n->nr_partial - 1, __ATOMIC_RELAXED);
+}
+
+static void add_full(struct kmem_cache *s, struct kmem_cache_node *n, struct slab *sl)
+{
+	if (!(s->flags & SLAB_STORE_USER))
+		return;
+	list_add(&sl->slab_list, &n->full);
+}
+
+static void remove_full(struct kmem_cache *s, struct kmem_cache_node *n, struct slab *sl)
+{
+	if (!(s->flags & SLAB_STORE_USER))
+		return;
+	list_del(&sl->slab_list);
+}
+
+/* Freeze a node-partial slab: take its whole freelist. list_lock held. */
+static void *acquire_slab(struct kmem_cache *s, struct kmem_cache_node *n, struct slab *sl,
+			  int mode, int *objects, int cpu)
+{
+	void *freelist;
+	unsigned long counters, nc;
+
+	slab_snapshot(s, sl, &freelist, &counters);
+	do {
+		unsigned int objs = SLAB_OBJECTS(counters);
+		*objects = (int)(objs - SLAB_INUSE(counters));
+		nc = mode ? SLAB_COUNTERS(objs, objs, 1) : SLAB_COUNTERS(SLAB_INUSE(counters), objs, 1);
+		if (cmpxchg_double_slab(s, sl, cpu, freelist, counters, mode ? NULL : freelist, nc))
+			break;
+		slab_snapshot(s, sl, &freelist, &counters);
+	} while (1);
+	remove_partial(n, sl);
+	return freelist;
+}
+
+static void put_cpu_partial(struct kmem_cache *s, struct slab *sl, int cpu, int drain);
+
+/* get_partial_node: the first slab becomes the cpu slab, more go to the
+ * per-CPU partial list until it holds cpu_partial/2 objects. */
+static void *get_partial_node(struct kmem_cache *s, struct kmem_cache_cpu *c, int cpu)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct list_head *pos, *tmp;
+	void *object = NULL;
+	int available = 0, objects;
+
+	if (!node_nr_partial(n))
+		return NULL;
+	spin_lock(&n->list_lock);
+	list_for_each_safe(pos, tmp, &n->partial) {
+		struct slab *sl = list_entry(pos, struct slab, slab_list);
+		void *t = acquire_slab(s, n, sl, object == NULL, &objects, cpu);
+
+		if (!t)
+			break;
+		available += objects;
+		if (!object) {
+			c->slab = sl;
+			stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
+			object = t;
+		} else {
+			put_cpu_partial(s, sl, cpu, 0);
+			stat_cpu(s, cpu, CPU_PARTIAL_NODE);
+		}
+		if (!kmem_cache_has_cpu_partial(s) || available > (int)s->cpu_partial / 2)
+			break;
+	}
+	spin_unlock(&n->list_lock);
+	return object;
+}
+
+/* ---- deactivation ---------------------------------------------------------------------- */
+static void deactivate_slab(struct kmem_cache *s, struct slab *sl, void *freelist, int cpu)
+{
+	enum { M_NONE, M_PARTIAL, M_FULL, M_FREE } l = M_NONE, m = M_NONE;
+	struct kmem_cache_node *n = &s->node;
+	int tail = DEACTIVATE_TO_HEAD_MODE;
+	bool lock = false;
+	void *nextfree, *old_fl;
+	unsigned long old_c, new_c;
+
+	if (slab_freelist(sl)) {
+		stat_cpu(s, cpu, DEACTIVATE_REMOTE_FREES);
+		tail = DEACTIVATE_TO_TAIL_MODE;
+	}
+	/* Stage one: give all but the last object back, one cmpxchg each. */
+	while (freelist && (nextfree = get_freepointer(s, freelist))) {
+		void *prior;
+		unsigned long counters;
+
+		do {
+			slab_snapshot(s, sl, &prior, &counters);
+			set_freepointer(s, freelist, prior);
+		} while (!cmpxchg_double_slab(s, sl, cpu, prior, counters, freelist,
+					      SLAB_COUNTERS(SLAB_INUSE(counters) - 1,
+							    SLAB_OBJECTS(counters), 1)));
+		freelist = nextfree;
+	}
+	/* Stage two: unfreeze, and decide where the slab goes. */
+redo:
+	slab_snapshot(s, sl, &old_fl, &old_c);
+	{
+		unsigned int inuse = SLAB_INUSE(old_c), objs = SLAB_OBJECTS(old_c);
+		void *new_fl = old_fl;
+
+		if (freelist) {
+			inuse--;
+			set_freepointer(s, freelist, old_fl);
+			new_fl = freelist;
+		}
+		new_c = SLAB_COUNTERS(inuse, objs, 0);
+		if (!inuse && node_nr_partial(n) >= s->min_partial) {
+			m = M_FREE;
+		} else if (new_fl) {
+			m = M_PARTIAL;
+			if (!lock) {
+				lock = true;
+				spin_lock(&n->list_lock);
+			}
+		} else {
+			m = M_FULL;
+			if (kmem_cache_debug(s) && !lock) {
+				lock = true;
+				spin_lock(&n->list_lock);
+			}
+		}
+		if (l != m) {
+			if (l == M_PARTIAL)
+				remove_partial(n, sl);
+			else if (l == M_FULL)
+				remove_full(s, n, sl);
+			if (m == M_PARTIAL) {
+				add_partial(n, sl, tail);
+				stat_cpu(s, cpu, tail ? DEACTIVATE_TO_TAIL : DEACTIVATE_TO_HEAD);
+			} else if (m == M_FULL) {
+				stat_cpu(s, cpu, DEACTIVATE_FULL);
+				add_full(s, n, sl);
+			}
+		}
+		l = m;
+		if (!cmpxchg_double_slab(s, sl, cpu, old_fl, old_c, new_fl, new_c))
+			goto redo;
+	}
+	if (lock)
+		spin_unlock(&n->list_lock);
+	if (m == M_FREE) {
+		stat_cpu(s, cpu, DEACTIVATE_EMPTY);
+		discard_slab(s, sl);
+		stat_cpu(s, cpu, FREE_SLAB);
+	}
+}
+
+/* Move the per-CPU partial slabs to the node list (irq lock of cpu held). */
+static void unfreeze_partials(struct kmem_cache *s, struct kmem_cache_cpu *c, int cpu)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct slab *sl, *discard = NULL;
+	bool locked = false;
+
+	while ((sl = c->partial)) {
+		void *fl;
+		unsigned long oc;
+
+		c->partial = sl->next;
+		if (!locked) {
+			spin_lock(&n->list_lock);
+			locked = true;
+		}
+		do {
+			slab_snapshot(s, sl, &fl, &oc);
+		} while (!cmpxchg_double_slab(s, sl, cpu, fl, oc, fl,
+					      SLAB_COUNTERS(SLAB_INUSE(oc), SLAB_OBJECTS(oc), 0)));
+		if (!SLAB_INUSE(oc) && n->nr_partial >= s->min_partial) {
+			sl->next = discard;
+			discard = sl;
+		} else {
+			add_partial(n, sl, DEACTIVATE_TO_TAIL_MODE);
+			stat_cpu(s, cpu, FREE_ADD_PARTIAL);
+		}
+	}
+	if (locked)
+		spin_unlock(&n->list_lock);
+	while (discard) {
+		sl = discard;
+		discard = discard->next;
+		stat_cpu(s, cpu, DEACTIVATE_EMPTY);
+		discard_slab(s, sl);
+		stat_cpu(s, cpu, FREE_SLAB);
+	}
+}
+
+/* Put a frozen slab on this CPU's partial chain; drain when over cpu_partial. */
+static void put_cpu_partial(struct kmem_cache *s, struct slab *sl, int cpu, int drain)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	struct slab *old = c->partial;
+	int pobjects = 0, slabs = 0;
+
+	if (old) {
+		pobjects = old->pobjects;
+		slabs = old->slabs;
+		if (drain && pobjects > (int)s->cpu_partial) {
+			unfreeze_partials(s, c, cpu);
+			old = NULL;
+			pobjects = 0;
+			slabs = 0;
+			stat_cpu(s, cpu, CPU_PARTIAL_DRAIN);
+		}
+	}
+	slabs++;
+	pobjects += (int)(SLAB_OBJECTS(slab_counters(sl)) - SLAB_INUSE(slab_counters(sl)));
+	sl->slabs = slabs;
+	sl->pobjects = pobjects;
+	sl->next = old;
+	c->partial = sl;
+	if (!s->cpu_partial)
+		unfreeze_partials(s, c, cpu);
+}
+
+static void flush_slab(struct kmem_cache *s, struct kmem_cache_cpu *c, int cpu)
+{
+	stat_cpu(s, cpu, CPUSLAB_FLUSH);
+	deactivate_slab(s, c->slab, c->freelist, cpu);
+	c->tid++;
+	c->slab = NULL;
+	c->freelist = NULL;
+}
+
+/* flush_all: every vCPU's slab and partials back to the node (one vCPU's irq
+ * lock at a time; the caller holds none). */
+void flush_all(struct kmem_cache *s)
+{
+	struct odb_kernel *k = s->k;
+
+	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+
+		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+		if (c->slab)
+			flush_slab(s, c, (int)cpu);
+		unfreeze_partials(s, c, (int)cpu);
+		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+	}
+}
+
+/* ---- allocation ------------------------------------------------------------------------ */
+static void *get_freelist(struct kmem_cache *s, struct slab *sl, int cpu)
+{
+	void *fl;
+	unsigned long c;
+
+	do {
+		slab_snapshot(s, sl, &fl, &c);
+	} while (!cmpxchg_double_slab(s, sl, cpu, fl, c, NULL,
+				      SLAB_COUNTERS(SLAB_OBJECTS(c), SLAB_OBJECTS(c), fl != NULL)));
+	return fl;
+}
+
+static void slab_out_of_memory(struct kmem_cache *s, gfp_t gfp)
+{
+	if (gfp & __GFP_NOWARN)
+		return;
+	printk(s->k, "SLUB: Unable to allocate memory on node -1, gfp=%#x", gfp);
+	printk(s->k, "  cache: %s, object size: %u, buffer size: %u, default order: %u, min order: %u",
+	       s->name, s->object_size, s->size, s->order, s->min_order);
+	if (s->min_order > 0 && get_order(s->object_size) < s->min_order)
+		printk(s->k, "  %s debugging increased min order, use slab_debug=O to disable.", s->name);
+	printk(s->k, "  node 0: slabs: %ld, objs: %ld, free: ?",
+	       atomic_load(&s->node.nr_slabs), atomic_load(&s->node.total_objects));
+}
+
+/* ___slab_alloc: irq lock of cpu held. */
+static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+			   unsigned int orig_size)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	void *freelist;
+	struct slab *sl;
+
+	stat_cpu(s, cpu, ALLOC_SLOWPATH);
+	sl = c->slab;
+	if (!sl)
+		goto new_slab;
+redo:
+	freelist = c->freelist;
+	if (freelist)
+		goto load_freelist;
+	freelist = get_freelist(s, sl, cpu);
+	if (!freelist) {
+		c->slab = NULL;
+		stat_cpu(s, cpu, DEACTIVATE_BYPASS);
+		goto new_slab;
+	}
+	stat_cpu(s, cpu, ALLOC_REFILL);
+load_freelist:
+	c->freelist = get_freepointer(s, freelist);
+	c->tid++;
+	return freelist;
+
+new_slab:
+	if (c->partial) {
+		sl = c->slab = c->partial;
+		c->partial = sl->next;
+		stat_cpu(s, cpu, CPU_PARTIAL_ALLOC);
+		c->freelist = NULL;
+		goto redo;
+	}
+	freelist = get_partial_node(s, c, cpu);
+	if (!freelist) {
+		sl = allocate_slab(s, gfp, cpu);
+		if (!sl) {
+			slab_out_of_memory(s, gfp);
+			return NULL;
+		}
+		stat_cpu(s, cpu, ALLOC_SLAB);
+		freelist = slab_freelist(sl);
+		slab_set(sl, NULL, SLAB_COUNTERS(SLAB_OBJECTS(sl->counters), SLAB_OBJECTS(sl->counters), 1));
+		c->slab = sl;
+	}
+	sl = c->slab;
+	if (!kmem_cache_debug(s))
+		goto load_freelist;
+	/* Only entered in the debug case */
+	if (!alloc_debug_processing(s, sl, freelist, addr, orig_size)) {
+		/* "Marking all objects used": hand the slab back, take another */
+		deactivate_slab(s, sl, NULL, cpu);
+		c->slab = NULL;
+		c->freelist = NULL;
+		goto new_slab;
+	}
+	deactivate_slab(s, sl, get_freepointer(s, freelist), cpu);
+	c->slab = NULL;
+	c->freelist = NULL;
+	return freelist;
+}
+
+static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
+{
+	struct odb_kernel *k = s->k;
+	unsigned long flags;
+	struct kmem_cache_cpu *c;
+	void *object;
+	int cpu;
+
+	struct odb_task *t;
+
+	if (unlikely(should_failslab(s, gfp)))
+		return NULL;
+	t = odb_current(k);
+	if (unlikely(!t))
+		return NULL;
+	flags = odb_irq_save_task(k, t);
+	cpu = (int)flags - 1;
+	c = &s->cpu_slab[cpu];
+	object = c->freelist;
+	if (unlikely(!object || kmem_cache_debug(s))) {
+		object = ___slab_alloc(s, gfp, addr, cpu, orig_size);
+	} else {
+		c->freelist = get_freepointer(s, object);
+		c->tid++;
+		stat_cpu(s, cpu, ALLOC_FASTPATH);
+	}
+	odb_irq_restore_task(k, t, flags);
+	if (unlikely(gfp & __GFP_ZERO) && object)
+		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
+	return object;
+}
+
+void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
+{
+	return slab_alloc(s, gfp, addr, orig_size);
+}
+
+void *kmem_cache_alloc(struct odb_kernel *k, struct kmem_cache *s, gfp_t gfp)
+{
+	return slab_alloc(s, gfp, (unsigned long)__builtin_return_address(0), s->object_size);
+}
+
+/* ---- free ------------------------------------------------------------------------------ */
+static void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
+			unsigned long addr, int cpu)
+{
+	struct kmem_cache_node *n = &s->node;
+	bool n_locked = false, was_frozen;
+	void *prior;
+	unsigned long counters, nc;
+	unsigned int inuse;
+	bool frozen;
+
+	stat_cpu(s, cpu, FREE_SLOWPATH);
+	if (kmem_cache_debug(s) && !free_debug_processing(s, sl, head, tail, cnt, addr, &n_locked))
+		return;
+	do {
+		if (n_locked) {
+			/* pre-2016: free_debug_processing returned with list_lock held */
+			spin_unlock(&n->list_lock);
+			n_locked = false;
+		}
+		slab_snapshot(s, sl, &prior, &counters);
+		set_freepointer(s, tail, prior);
+		was_frozen = SLAB_FROZEN(counters);
+		frozen = was_frozen;
+		inuse = SLAB_INUSE(counters) - (unsigned int)cnt;
+		if ((!inuse || !prior) && !was_frozen) {
+			if (kmem_cache_has_cpu_partial(s) && !prior) {
+				frozen = true;      /* goes to the per-CPU partial list */
+			} else {
+				spin_lock(&n->list_lock);
+				n_locked = true;
+			}
+		}
+		nc = SLAB_COUNTERS(inuse, SLAB_OBJECTS(counters), frozen);
+	} while (!cmpxchg_double_slab(s, sl, cpu, prior, counters, head, nc));
+
+	if (!n_locked) {
+		if (frozen && !was_frozen) {
+			put_cpu_partial(s, sl, cpu, 1);
+			stat_cpu(s, cpu, CPU_PARTIAL_FREE);
+		}
+		if (was_frozen)
+			stat_cpu(s, cpu, FREE_FROZEN);
+		return;
+	}
+	if (!inuse && n->nr_partial >= s->min_partial)
+		goto slab_empty;
+	if (!kmem_cache_has_cpu_partial(s) && !prior) {
+		remove_full(s, n, sl);
+		add_partial(n, sl, DEACTIVATE_TO_TAIL_MODE);
+		stat_cpu(s, cpu, FREE_ADD_PARTIAL);
+	}
+	spin_unlock(&n->list_lock);
+	return;
+slab_empty:
+	if (prior) {
+		remove_partial(n, sl);
+		stat_cpu(s, cpu, FREE_REMOVE_PARTIAL);
+	} else {
+		remove_full(s, n, sl);
+	}
+	spin_unlock(&n->list_lock);
+	stat_cpu(s, cpu, FREE_SLAB);
+	discard_slab(s, sl);
+}
+
+/* The slab free path proper (after the free hooks): do_slab_free. */
+void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
+		  unsigned long addr)
+{
+	struct odb_kernel *k = s->k;
+	unsigned long flags;
+	struct kmem_cache_cpu *c;
+	struct odb_task *t = odb_current(k);
+	int cpu;
+
+	if (unlikely(!t))
+		return;   /* no task memory: the object stays allocated (leaks, nothing breaks) */
+	flags = odb_irq_save_task(k, t);
+	cpu = (int)flags - 1;
+	c = &s->cpu_slab[cpu];
+	if (likely(sl == c->slab)) {
+		set_freepointer(s, tail, c->freelist);
+		c->freelist = head;
+		c->tid++;
+		stat_cpu(s, cpu, FREE_FASTPATH);
+	} else {
+		__slab_free(s, sl, head, tail, cnt, addr, cpu);
+	}
+	odb_irq_restore_task(k, t, flags);
+}
+
+/* slab_free_hook: debugobjects' range check (kasan hooks arrive with KASAN). */
+static bool slab_free_hook(struct kmem_cache *s, void *x)
+{
+	if (!(s->flags & SLAB_DEBUG_OBJECTS))
+		debug_check_no_obj_freed(s->k, x, s->object_size);
+	return true;
+}
+
+/*
+ * cache_from_obj + the checks odebug always makes before touching a slab's
+ * metadata (deliberate deviation: the kernel without F would corrupt its
+ * freelist on these; odebug reports them and frees nothing, so a report never
+ * corrupts the allocator).  Returns the slab to free into, or NULL.
+ */
+static struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x,
+				const char *fn)
+{
+	struct kmem_cache *s = *sp;
+	struct slab *sl = virt_to_slab(k, x);
+
+	if (!sl) {
+		slab_bad_free(k, "no slab for object", "SLUB %s: no slab for object 0x%llx.",
+			      s ? s->name : "<none>", (unsigned long long)host_to_virt(k, x));
+		return NULL;
+	}
+	if (s && sl->slab_cache != s) {
+		slab_bad_free(k, "Wrong slab cache", "%s: Wrong slab cache. %s but object is from %s",
+			      fn, s->name, sl->slab_cache->name);
+		*sp = s = sl->slab_cache;   /* modern cache_from_obj: free into the object's cache */
+	}
+	s = *sp = sl->slab_cache;
+	if (!check_valid_pointer(s, sl, x)) {
+		slab_err(s, sl, "Invalid object pointer", "Invalid object pointer 0x%llx",
+			 (unsigned long long)host_to_virt(k, x));
+		return NULL;
+	}
+	return sl;
+}
+
+void kmem_cache_free(struct odb_kernel *k, struct kmem_cache *s, void *x)
+{
+	struct slab *sl;
+
+	if (!x)
+		return;
+	sl = free_target(k, &s, x, "kmem_cache_free");
+	if (!sl)
+		return;
+	if (s->flags & SLAB_TRACE && !kmem_cache_debug(s))
+		trace(s, sl, x, 0);
+	if (slab_free_hook(s, x))
+		do_slab_free(s, sl, x, x, 1, (unsigned long)__builtin_return_address(0));
+}
+
+/* ---- kmalloc --------------------------------------------------------------------------- */
+static const uint8_t size_index[24] = {
+	3, 4, 5, 5, 6, 6, 6, 6, 1, 1, 1, 1, 7, 7, 7, 7, 2, 2, 2, 2, 2, 2, 2, 2,
+};
+
+static unsigned int kmalloc_index(size_t size)
+{
+	if (size <= 192)
+		return size_index[(size - 1) / 8];
+	return (unsigned int)fls_u((unsigned int)(size - 1));
+}
+
+static unsigned int kmalloc_size(unsigned int idx)
+{
+	return idx == 1 ? 96 : idx == 2 ? 192 : 1u << idx;
+}
+
+struct kmem_cache *kmalloc_slab(struct odb_kernel *k, size_t size)
+{
+	if (!size || size > KMALLOC_MAX_CACHE_SIZE)
+		return NULL;
+	return slab_state(k)->kmalloc_caches[kmalloc_index(size)];
+}
+
+static void *kmalloc_large(struct odb_kernel *k, size_t size, gfp_t gfp)
+{
+	struct page *pg = alloc_pages(k, gfp, get_order(size));
+
+	if (!pg)
+		return NULL;
+	pg->flags |= PG_reserved;   /* marks a large kmalloc block (PageLargeKmalloc) */
+	pg->priv[0] = size;
+	return virt_to_host(k, page_address(k, pg));
+}
+
+void *kmalloc(struct odb_kernel *k, size_t size, gfp_t gfp)
+{
+	struct kmem_cache *s;
+
+	if (size > KMALLOC_MAX_CACHE_SIZE) {
+		if (size > KMALLOC_MAX_SIZE)
+			return NULL;
+		return kmalloc_large(k, size, gfp);
+	}
+	if (!size)
+		return NULL;   /* ZERO_SIZE_PTR is handled by the public API */
+	s = kmalloc_slab(k, size);
+	return slab_alloc(s, gfp, (unsigned long)__builtin_return_address(0), (unsigned int)size);
+}
+
+void kfree(struct odb_kernel *k, const void *x)
+{
+	struct page *pg;
+	struct kmem_cache *s = NULL;
+	struct slab *sl;
+	void *obj = (void *)x;
+
+	if (!x)
+		return;
+	if ((const char *)x >= k->ram && (const char *)x < k->ram + k->ram_bytes) {
+		pg = virt_to_head_page(k, host_to_virt(k, x));
+		if (!(pg->flags & PG_slab)) {
+			if ((pg->flags & PG_reserved) && (pg->flags & PG_alloc) &&
+			    virt_to_host(k, page_address(k, pg)) == x) {
+				pg->flags &= ~PG_reserved;
+				__free_pages(k, pg, pg->order);   /* page-free hooks run there */
+				return;
+			}
+		}
+	}
+	sl = free_target(k, &s, obj, "kfree");
+	if (!sl)
+		return;
+	if (s->flags & SLAB_TRACE && !kmem_cache_debug(s))
+		trace(s, sl, obj, 0);
+	if (slab_free_hook(s, obj))
+		do_slab_free(s, sl, obj, obj, 1, (unsigned long)__builtin_return_address(0));
+}
+
+/* __ksize / slab_ksize: what the caller may use of the object. */
+static size_t slab_ksize(const struct kmem_cache *s)
+{
+	if (s->flags & (SLAB_RED_ZONE | SLAB_POISON))
+		return s->object_size;
+	if (s->kasan_meta_size)
+		return s->object_size;
+	if (s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_STORE_USER))
+		return s->inuse;
+	return s->size;
+}
+
+size_t ksize(struct odb_kernel *k, const void *x)
+{
+	struct page *pg;
+
+	if (!x || (const char *)x < k->ram || (const char *)x >= k->ram + k->ram_bytes)
+		return 0;
+	pg = virt_to_head_page(k, host_to_virt(k, x));
+	if (!(pg->flags & PG_slab))
+		return (pg->flags & PG_reserved) ? PAGE_SIZE << pg->order : 0;
+	return slab_ksize(page_slab(pg)->slab_cache);
+}
+
+void *krealloc(struct odb_kernel *k, const void *p, size_t new_size, gfp_t gfp)
+{
+	struct kmem_cache *s = NULL;
+	size_t ks = 0, orig_size = 0;
+	struct slab *sl;
+	void *ret;
+
+	if (!new_size) {
+		kfree(k, p);
+		return NULL;
+	}
+	if (p) {
+		sl = virt_to_slab(k, p);
+		if (sl) {
+			s = sl->slab_cache;
+			orig_size = get_orig_size(s, (void *)p);
+			ks = s->object_size;
+		} else {
+			ks = ksize(k, p);
+		}
+		if (new_size > ks)
+			goto alloc_new;
+		/* zero the spare memory */
+		if (gfp & __GFP_ZERO) {
+			if (orig_size && orig_size < new_size)
+				memset((char *)p + orig_size, 0, new_size - orig_size);
+			else
+				memset((char *)p + new_size, 0, ks - new_size);
+		}
+		/* kmalloc redzone tracking */
+		if (s && slub_debug_orig_size(s)) {
+			set_orig_size(s, (void *)p, (unsigned int)new_size);
+			if ((s->flags & SLAB_RED_ZONE) && new_size < ks)
+				memset((char *)p + new_size, SLUB_RED_ACTIVE, ks - new_size);
+		}
+		return (void *)p;
+	}
+alloc_new:
+	ret = kmalloc(k, new_size, gfp);
+	if (ret && p) {
+		size_t n = orig_size ? orig_size : ks;
+		memcpy(ret, p, n < new_size ? n : new_size);
+		kfree(k, p);
+	}
+	return ret;
+}
+
+/* ---- caches ------------------------------------------------------------------------------ */
+static void set_min_partial(struct kmem_cache *s, unsigned long min)
+{
+	if (min < MIN_PARTIAL)
+		min = MIN_PARTIAL;
+	else if (min > MAX_PARTIAL)
+		min = MAX_PARTIAL;
+	s->min_partial = min;
+}
+
+static void set_cpu_partial(struct kmem_cache *s)
+{
+	if (!kmem_cache_has_cpu_partial(s))
+		s->cpu_partial = 0;
+	else if (s->size >= PAGE_SIZE)
+		s->cpu_partial = 2;
+	else if (s->size >= 1024)
+		s->cpu_partial = 6;
+	else if (s->size >= 256)
+		s->cpu_partial = 13;
+	else
+		s->cpu_partial = 30;
+}
+
+static int ilog2_u(unsigned long x) { return x ? 63 - __builtin_clzl(x) : 0; }
+
+static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, unsigned int size,
+				       unsigned int align, slab_flags_t flags, void (*ctor)(void *),
+				       odb_ctor_fn pctor, void *pctor_ctx, bool is_kmalloc)
+{
+	struct kmem_cache *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->k = k;
+	s->name = strdup(name);
+	s->cpu_slab = aligned_alloc(64, sizeof(struct kmem_cache_cpu) * k->nr_cpu_ids);
+	if (!s->name || !s->cpu_slab) {
+		free(s->name);
+		free(s->cpu_slab);
+		free(s);
+		return NULL;
+	}
+	memset(s->cpu_slab, 0, sizeof(struct kmem_cache_cpu) * k->nr_cpu_ids);
+	s->object_size = size;
+	s->align = align;
+	s->ctor = ctor;
+	s->pctor = pctor;
+	s->pctor_ctx = pctor_ctx;
+	s->kmalloc = is_kmalloc;
+	s->flags = kmem_cache_flags(k, size, flags | (is_kmalloc ? SLAB_KMALLOC : 0), name);
+	s->refcount = 1;
+	spin_lock_init(&s->node.list_lock);
+	INIT_LIST_HEAD(&s->node.partial);
+	INIT_LIST_HEAD(&s->node.full);
+	if (calculate_sizes(s)) {
+		odb_err(k, ODB_EINVAL, "kmem_cache_create(%s): cannot lay out objects of size %u",
+			name, size);
+		spin_lock_destroy(&s->node.list_lock);
+		free(s->name);
+		free(s->cpu_slab);
+		free(s);
+		return NULL;
+	}
+	/* 2016: cmpxchg unless F/U/T; before it: unless any debug flag */
+	if (slab_state(k)->path == SLUB_PATH_LOCKED ? !kmem_cache_debug(s) :
+	    !(s->flags & SLAB_NO_CMPXCHG))
+		s->flags |= __CMPXCHG_DOUBLE;
+	set_min_partial(s, (unsigned long)ilog2_u(s->size) / 2);
+	set_cpu_partial(s);
+	mutex_lock(&slab_state(k)->slab_mutex);
+	list_add_tail(&s->list, &slab_state(k)->slab_caches);
+	mutex_unlock(&slab_state(k)->slab_mutex);
+	return s;
+}
+
+struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name)
+{
+	struct odb_slab_state *ss = slab_state(k);
+	struct list_head *pos, *n;
+	struct kmem_cache *found = NULL;
+
+	mutex_lock(&ss->slab_mutex);
+	list_for_each_safe(pos, n, &ss->slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+		if (!strcmp(s->name, name)) {
+			found = s;
+			break;
+		}
+	}
+	mutex_unlock(&ss->slab_mutex);
+	return found;
+}
+
+struct kmem_cache *kmem_cache_create(struct odb_kernel *k, const char *name, unsigned int size,
+				     unsigned int align, slab_flags_t flags, void (*ctor)(void *))
+{
+	int err;
+	return __kmem_cache_create(k, name, size, align, flags, ctor, NULL, NULL, &err);
+}
+
+struct kmem_cache *__kmem_cache_create(struct odb_kernel *k, const char *name, unsigned int size,
+				       unsigned int align, slab_flags_t flags, void (*ctor)(void *),
+				       odb_ctor_fn pctor, void *pctor_ctx, int *err)
+{
+	struct kmem_cache *s;
+
+	if (!name || !*name) {
+		*err = odb_err(k, ODB_EINVAL, "kmem_cache_create: a cache needs a name");
+		return NULL;
+	}
+	if (size < 1 || size > KMALLOC_MAX_SIZE) {
+		*err = odb_err(k, ODB_EINVAL, "kmem_cache_create(%s): size %u out of range (1..%lu)",
+			       name, size, (unsigned long)KMALLOC_MAX_SIZE);
+		return NULL;
+	}
+	if (align & (align - 1)) {
+		*err = odb_err(k, ODB_EINVAL, "kmem_cache_create(%s): align %u is not a power of two",
+			       name, align);
+		return NULL;
+	}
+	if (align > PAGE_SIZE) {
+		*err = odb_err(k, ODB_EINVAL, "kmem_cache_create(%s): align %u > PAGE_SIZE", name, align);
+		return NULL;
+	}
+	if (kmem_cache_find(k, name)) {
+		*err = odb_err(k, ODB_EBUSY, "kmem_cache_create(%s): a cache of that name exists", name);
+		return NULL;
+	}
+	/* calculate_alignment */
+	if (flags & SLAB_HWCACHE_ALIGN) {
+		unsigned int ralign = 64;
+		while (size <= ralign / 2)
+			ralign /= 2;
+		if (ralign > align)
+			align = ralign;
+	}
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	s = create_cache(k, name, size, align, flags, ctor, pctor, pctor_ctx, flags & SLAB_KMALLOC);
+	*err = s ? ODB_OK : (odb_strerror(k)[0] ? ODB_EINVAL : ODB_ENOMEM);
+	return s;
+}
+
+/* __kmem_cache_shutdown: flush, then the node must hold only empty slabs. */
+static int kmem_cache_shutdown(struct kmem_cache *s)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct list_head *pos, *tmp;
+	int leaked = 0;
+
+	flush_all(s);
+	spin_lock(&n->list_lock);
+	list_for_each_safe(pos, tmp, &n->partial) {
+		struct slab *sl = list_entry(pos, struct slab, slab_list);
+		if (!SLAB_INUSE(sl->counters)) {
+			remove_partial(n, sl);
+			spin_unlock(&n->list_lock);
+			discard_slab(s, sl);
+			spin_lock(&n->list_lock);
+		} else {
+			list_slab_objects(s, sl, "Objects remaining in %s on __kmem_cache_shutdown()");
+			leaked++;
+		}
+	}
+	if (!list_empty(&n->full)) {
+		list_for_each_safe(pos, tmp, &n->full) {
+			struct slab *sl = list_entry(pos, struct slab, slab_list);
+			list_slab_objects(s, sl, "Objects remaining in %s on __kmem_cache_shutdown()");
+			leaked++;
+		}
+	}
+	spin_unlock(&n->list_lock);
+	return leaked || atomic_load(&n->nr_slabs) ? -1 : 0;
+}
+
+/* Free every slab of s, in use or not (teardown of a kernel, or after a leak
+ * was reported on destroy: odebug then keeps the pages accounted to nobody). */
+static void free_all_slabs(struct kmem_cache *s)
+{
+	struct odb_kernel *k = s->k;
+
+	for (uint64_t pfn = 0; pfn < k->nr_pages; pfn++) {
+		struct page *pg = &k->pages[pfn];
+		if ((pg->flags & PG_slab) && page_slab(pg)->slab_cache == s) {
+			struct slab *sl = page_slab(pg);
+			atomic_fetch_sub(&s->node.nr_slabs, 1);
+			atomic_fetch_sub(&s->node.total_objects, SLAB_OBJECTS(sl->counters));
+			pg->flags &= ~PG_slab;
+			__free_pages(k, pg, sl->order);
+		}
+	}
+}
+
+static void free_cache(struct kmem_cache *s)
+{
+	spin_lock_destroy(&s->node.list_lock);
+	free(s->name);
+	free(s->cpu_slab);
+	free(s);
+}
+
+void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
+{
+	int err;
+
+	if (!s)
+		return;
+	mutex_lock(&slab_state(k)->slab_mutex);
+	list_del(&s->list);
+	mutex_unlock(&slab_state(k)->slab_mutex);
+	err = kmem_cache_shutdown(s);
+	if (err) {
+		/* kernel: "kmem_cache_destroy %s: Slab cache still has objects" and the
+		 * cache is kept.  odebug frees it all: the report holds the leaks. */
+		printk(k, "kmem_cache_destroy %s: Slab cache still has objects when called from %s",
+		       s->name, "kmem_cache_destroy");
+		free_all_slabs(s);
+	}
+	free_cache(s);
+}
+
+const char *kmem_cache_name(const struct kmem_cache *s) { return s->name; }
+unsigned int kmem_cache_object_size(const struct kmem_cache *s) { return s->object_size; }
+unsigned int kmem_cache_size(const struct kmem_cache *s) { return s->size; }
+
+/* ---- boot ------------------------------------------------------------------------------- */
+static int set_slub_path(struct odb_kernel *k, const char *val)
+{
+	if (val && !strcmp(val, "relaxed"))
+		slab_state(k)->path = SLUB_PATH_RELAXED;
+	else if (val && !strcmp(val, "locked"))
+		slab_state(k)->path = SLUB_PATH_LOCKED;
+	else
+		return odb_err(k, ODB_EINVAL, "odebug.slub_path: `%s' invalid (relaxed|locked)",
+			       val ? val : "");
+	return 0;
+}
+
+int odb_slub_path_param(struct odb_kernel *k, const char *val) { return set_slub_path(k, val); }
+int odb_slub_debug_param(struct odb_kernel *k, const char *val) { return setup_slub_debug(k, val); }
+void odb_slub_debug_show(struct odb_kernel *k, char *buf, size_t len) { slub_debug_show(k, buf, len); }
+
+void odb_slub_path_show(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", slab_state(k)->path == SLUB_PATH_LOCKED ? "locked" : "relaxed");
+}
+
+/* The slab state must exist before the command line is parsed (slub_debug=). */
+int odb_slab_early_init(struct odb_kernel *k)
+{
+	struct odb_slab_state *ss = calloc(1, sizeof(*ss));
+
+	if (!ss)
+		return -1;
+	mutex_init(&ss->slab_mutex);
+	INIT_LIST_HEAD(&ss->slab_caches);
+	k->slab = ss;
+	return 0;
+}
+
+int odb_slab_init(struct odb_kernel *k, char *errbuf, size_t errlen)
+{
+	struct odb_slab_state *ss = slab_state(k);
+	char name[32];
+
+	for (unsigned int i = KMALLOC_SHIFT_LOW; i <= KMALLOC_SHIFT_HIGH; i++) {
+		unsigned int idxs[3] = { i, 0, 0 }, n = 1;
+		if (i == 6) { idxs[n++] = 1; }     /* kmalloc-96 after kmalloc-64 */
+		if (i == 7) { idxs[n++] = 2; }     /* kmalloc-192 after kmalloc-128 */
+		for (unsigned int j = 0; j < n; j++) {
+			unsigned int idx = idxs[j];
+			snprintf(name, sizeof(name), "kmalloc-%u", kmalloc_size(idx));
+			ss->kmalloc_caches[idx] = create_cache(k, name, kmalloc_size(idx), 8, 0, NULL, NULL, NULL,
+							     true);
+			if (!ss->kmalloc_caches[idx]) {
+				snprintf(errbuf, errlen, "kmem_cache_init: cannot create %s", name);
+				return ODB_ENOMEM;
+			}
+		}
+	}
+	return 0;
+}
+
+void odb_slab_exit(struct odb_kernel *k)
+{
+	struct odb_slab_state *ss = slab_state(k);
+	struct list_head *pos, *n;
+
+	if (!ss)
+		return;
+	list_for_each_safe(pos, n, &ss->slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+		list_del(&s->list);
+		if (k->pages)
+			free_all_slabs(s);
+		free_cache(s);
+	}
+	slub_debug_exit(k);
+	mutex_destroy(&ss->slab_mutex);
+	free(ss);
+	k->slab = NULL;
+}

@@ -1,0 +1,254 @@
+/*
+ * SLUB internals shared by slub.c (the allocator) and slub_debug.c
+ * (slub_debug: layout, checks, reports, validate, the boot parameter).
+ */
+#ifndef ODB_SLAB_SLUB_H
+#define ODB_SLAB_SLUB_H
+
+#include "slab/slab.h"
+
+/* CONFIG_SLUB_STATS items, in the kernel's order and sysfs names. */
+enum stat_item {
+	ALLOC_FASTPATH, ALLOC_SLOWPATH, FREE_FASTPATH, FREE_SLOWPATH, FREE_FROZEN,
+	FREE_ADD_PARTIAL, FREE_REMOVE_PARTIAL, ALLOC_FROM_PARTIAL, ALLOC_SLAB, ALLOC_REFILL,
+	ALLOC_NODE_MISMATCH, FREE_SLAB, CPUSLAB_FLUSH, DEACTIVATE_FULL, DEACTIVATE_EMPTY,
+	DEACTIVATE_TO_HEAD, DEACTIVATE_TO_TAIL, DEACTIVATE_REMOTE_FREES, DEACTIVATE_BYPASS,
+	ORDER_FALLBACK, CMPXCHG_DOUBLE_CPU_FAIL, CMPXCHG_DOUBLE_FAIL, CPU_PARTIAL_ALLOC,
+	CPU_PARTIAL_FREE, CPU_PARTIAL_NODE, CPU_PARTIAL_DRAIN, NR_SLUB_STAT_ITEMS
+};
+extern const char *const slub_stat_names[NR_SLUB_STAT_ITEMS];
+
+/* counters word: inuse:16 | objects:15 | frozen:1 (the kernel's bitfields) */
+#define SLAB_INUSE(c)    ((unsigned int)((c) & 0xffff))
+#define SLAB_OBJECTS(c)  ((unsigned int)(((c) >> 16) & 0x7fff))
+#define SLAB_FROZEN(c)   ((unsigned int)(((c) >> 31) & 1))
+#define SLAB_COUNTERS(inuse, objects, frozen) \
+	((unsigned long)(inuse) | ((unsigned long)(objects) << 16) | ((unsigned long)(frozen) << 31))
+#define MAX_OBJS_PER_PAGE 32767
+
+/* struct slab overlays struct page's priv[] (include/linux/mm_types.h). */
+struct slab {
+	struct kmem_cache *slab_cache;
+	struct list_head slab_list;     /* node partial or full list */
+	struct slab *next;              /* per-CPU partial chain */
+	int slabs;                      /* slabs left on the chain from here */
+	int pobjects;                   /* approximate free objects on the chain */
+	_Alignas(16) void *freelist;    /* freelist + counters: one double word */
+	unsigned long counters;
+	atomic_int lock;                /* slab_lock() when cmpxchg is not allowed */
+	unsigned int order;
+};
+_Static_assert(sizeof(struct slab) <= sizeof(((struct page *)0)->priv), "struct slab fits in page");
+
+/* struct track (SLAB_STORE_USER): 32 bytes with a stack-depot handle. */
+enum track_item { TRACK_ALLOC, TRACK_FREE };
+struct track {
+	unsigned long addr;             /* caller */
+	uint32_t handle;                /* depot stack */
+	int cpu;
+	int pid;
+	int _pad;
+	unsigned long when;             /* jiffies */
+};
+_Static_assert(sizeof(struct track) == 32, "struct track is 32 bytes");
+
+struct kmem_cache_cpu {
+	void *freelist;
+	unsigned long tid;
+	struct slab *slab;
+	struct slab *partial;
+	unsigned long stat[NR_SLUB_STAT_ITEMS];
+} __attribute__((aligned(64)));
+
+struct kmem_cache_node {
+	spinlock_t list_lock;
+	unsigned long nr_partial;
+	struct list_head partial;
+	struct list_head full;          /* only with SLAB_STORE_USER */
+	_Atomic long nr_slabs;
+	_Atomic long total_objects;
+};
+
+struct kmem_cache {
+	struct kmem_cache_cpu *cpu_slab;    /* [nr_cpu_ids] */
+	slab_flags_t flags;
+	unsigned long min_partial;
+	unsigned int size;                  /* slot size, with metadata */
+	unsigned int object_size;
+	unsigned int offset;                /* free pointer offset */
+	unsigned int cpu_partial;
+	unsigned int order;                 /* oo */
+	unsigned int objects;
+	unsigned int min_order, min_objects;
+	unsigned int inuse;                 /* object + right redzone */
+	unsigned int align;
+	unsigned int red_left_pad;
+	unsigned int reserved;
+	uint32_t reciprocal_size;           /* for obj_to_index without a division */
+	void (*ctor)(void *);
+	odb_ctor_fn pctor;                  /* public-API constructor (with context) */
+	void *pctor_ctx;
+	char *name;
+	struct list_head list;              /* k->slab_caches */
+	int refcount;
+	struct kmem_cache_node node;
+	struct odb_kernel *k;
+	bool kmalloc;
+	bool destroyed;
+	/* KASAN (generic) metadata offsets, set by kasan_cache_create */
+	int kasan_alloc_meta_offset;
+	int kasan_free_meta_offset;
+	unsigned int kasan_meta_size;
+};
+
+/* Per-kernel slab state (k->slab). */
+#define KMALLOC_SHIFT_LOW  3
+#define KMALLOC_SHIFT_HIGH 13        /* kmalloc-8192: PAGE_SHIFT + 1 */
+#define KMALLOC_MAX_CACHE_SIZE (1UL << KMALLOC_SHIFT_HIGH)
+#define KMALLOC_MAX_SIZE (PAGE_SIZE << MAX_PAGE_ORDER)
+struct slub_debug_block;
+
+enum slub_path { SLUB_PATH_RELAXED = 0, SLUB_PATH_LOCKED = 1 };
+
+struct odb_slab_state {
+	struct mutex slab_mutex;            /* slab_caches list, create/destroy */
+	struct list_head slab_caches;
+	struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
+	/* slub_debug= */
+	slab_flags_t slub_debug;            /* global flags */
+	bool disable_higher_order_debug;
+	struct slub_debug_block *blocks;    /* per-cache-list blocks */
+	size_t nblocks;
+	char *slub_debug_str;
+	enum slub_path path;
+};
+
+static inline struct odb_slab_state *slab_state(struct odb_kernel *k)
+{
+	return (struct odb_slab_state *)k->slab;
+}
+
+static inline struct slab *page_slab(struct page *p) { return (struct slab *)p->priv; }
+static inline struct page *slab_page(const struct slab *s)
+{
+	return container_of((uint64_t *)s, struct page, priv[0]);
+}
+static inline void *slab_address(struct odb_kernel *k, const struct slab *s)
+{
+	return virt_to_host(k, page_address(k, slab_page(s)));
+}
+static inline size_t slab_size(const struct slab *s) { return PAGE_SIZE << s->order; }
+static inline bool cache_has_ctor(const struct kmem_cache *s) { return s->ctor || s->pctor; }
+static inline bool kmem_cache_debug(const struct kmem_cache *s)
+{
+	return s->flags & SLAB_DEBUG_FLAGS;
+}
+static inline bool kmem_cache_has_cpu_partial(const struct kmem_cache *s)
+{
+	return !kmem_cache_debug(s);
+}
+/* Free pointers inside objects hold kernel (arena) addresses, as the kernel's
+ * do: object dumps and raw reads are the same in every run.  A corrupted value
+ * outside the arena decodes to a pointer check_valid_pointer() rejects. */
+static inline void *get_freepointer(const struct kmem_cache *s, void *object)
+{
+	odb_addr_t v;
+	memcpy(&v, (char *)object + s->offset, sizeof(v));
+	return v ? (void *)((uintptr_t)s->k->ram + (uintptr_t)(v - ODB_PAGE_OFFSET)) : NULL;
+}
+static inline void set_freepointer(const struct kmem_cache *s, void *object, void *fp)
+{
+	odb_addr_t v = fp ? (odb_addr_t)((uintptr_t)fp - (uintptr_t)s->k->ram) + ODB_PAGE_OFFSET : 0;
+	memcpy((char *)object + s->offset, &v, sizeof(v));
+}
+static inline unsigned int size_from_object(const struct kmem_cache *s)
+{
+	return (s->flags & SLAB_RED_ZONE) ? s->size - s->red_left_pad : s->size;
+}
+/* stat(): a per-vCPU counter, updated under that vCPU's irq lock. */
+static inline void stat_cpu(struct kmem_cache *s, int cpu, enum stat_item si)
+{
+	unsigned long *p = &s->cpu_slab[cpu].stat[si];
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+/* Slab freelist/counters reads outside the slab lock. */
+static inline void *slab_freelist(struct slab *sl) { return __atomic_load_n(&sl->freelist, __ATOMIC_ACQUIRE); }
+static inline unsigned long slab_counters(struct slab *sl) { return __atomic_load_n(&sl->counters, __ATOMIC_ACQUIRE); }
+void slab_lock(struct slab *sl);
+void slab_unlock(struct slab *sl);
+/* Set freelist/counters with the slab lock held (or on an unshared slab). */
+static inline void slab_set(struct slab *sl, void *fl, unsigned long c)
+{
+	__atomic_store_n(&sl->freelist, fl, __ATOMIC_RELEASE);
+	__atomic_store_n(&sl->counters, c, __ATOMIC_RELEASE);
+}
+
+/* Object lookup: the slab holding host pointer x (NULL if not a slab page). */
+struct slab *virt_to_slab(struct odb_kernel *k, const void *x);
+/* Start of the object slot containing x, relative to the slab (object pointer). */
+void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x);
+bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object);
+struct track *get_track(struct kmem_cache *s, void *object, enum track_item alloc);
+unsigned int *get_orig_size_ptr(struct kmem_cache *s, void *object);
+unsigned int get_info_end(const struct kmem_cache *s);
+
+/* kmem_cache_create with a public constructor; *err gets the ODB_* status. */
+struct kmem_cache *__kmem_cache_create(struct odb_kernel *k, const char *name, unsigned int size,
+				       unsigned int align, slab_flags_t flags, void (*ctor)(void *),
+				       odb_ctor_fn pctor, void *pctor_ctx, int *err);
+struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name);
+void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size);
+
+/* ---- slub_debug (slub_debug.c) --------------------------------------------- */
+#define SLUB_RED_INACTIVE 0xbb
+#define SLUB_RED_ACTIVE   0xcc
+#define POISON_INUSE      0x5a
+#define POISON_FREE       0x6b
+#define POISON_END        0xa5
+
+slab_flags_t kmem_cache_flags(struct odb_kernel *k, unsigned int object_size,
+			      slab_flags_t flags, const char *name);
+int calculate_sizes(struct kmem_cache *s);
+void setup_slab_debug(struct kmem_cache *s, struct slab *sl, void *addr);
+void setup_object_debug(struct kmem_cache *s, void *object);
+void init_object(struct kmem_cache *s, void *object, uint8_t val);
+void set_track(struct kmem_cache *s, void *object, enum track_item alloc, unsigned long addr);
+void init_tracking(struct kmem_cache *s, void *object);
+void set_orig_size(struct kmem_cache *s, void *object, unsigned int orig_size);
+unsigned int get_orig_size(struct kmem_cache *s, void *object);
+/* kmalloc caches with U track the requested size (v6.2-6.11 rule). */
+static inline bool slub_debug_orig_size(const struct kmem_cache *s)
+{
+	return (s->flags & SLAB_STORE_USER) && (s->flags & SLAB_KMALLOC);
+}
+int alloc_debug_processing(struct kmem_cache *s, struct slab *sl, void *object,
+			   unsigned long addr, unsigned int orig_size);
+/* Returns 1 to go on freeing.  In the locked path, *locked tells the caller
+ * that list_lock is held on return (the pre-2016 "keep node lock"). */
+int free_debug_processing(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
+			  int bulk_cnt, unsigned long addr, bool *locked);
+int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val);
+int check_slab(struct kmem_cache *s, struct slab *sl);
+int on_freelist(struct kmem_cache *s, struct slab *sl, void *search);
+void slab_pad_check(struct kmem_cache *s, struct slab *sl);
+void trace(struct kmem_cache *s, struct slab *sl, void *object, int alloc);
+long validate_slab_cache(struct kmem_cache *s);
+void list_slab_objects(struct kmem_cache *s, struct slab *sl, const char *text);
+void slab_err(struct kmem_cache *s, struct slab *sl, const char *kind, const char *fmt, ...)
+	__printf(4, 5);
+void object_err(struct kmem_cache *s, struct slab *sl, uint8_t *object, const char *reason);
+void slab_bad_free(struct odb_kernel *k, const char *kind, const char *fmt, ...) __printf(3, 4);
+void print_tracking(struct kmem_cache *s, void *object, struct odb_report_impl *r);
+int setup_slub_debug(struct odb_kernel *k, const char *str);
+void slub_debug_show(struct odb_kernel *k, char *buf, size_t len);
+void slub_debug_exit(struct odb_kernel *k);
+/* The KUnit counting rule: one per report, per FIX, per count mismatch. */
+void slab_add_kunit_errors(struct odb_kernel *k);
+
+/* allocator pieces slub_debug.c uses */
+void flush_all(struct kmem_cache *s);
+void discard_slab(struct kmem_cache *s, struct slab *sl);
+odb_addr_t slab_virt(struct kmem_cache *s, const void *p);
+
+#endif /* ODB_SLAB_SLUB_H */

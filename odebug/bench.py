@@ -1,0 +1,98 @@
+"""Benchmarks (reported, never asserted).
+
+``python -m odebug.bench`` prints the debug-objects churn comparison: the
+workload of the 2019 seed imitated (waves of short-lived objects on every vCPU,
+tens of thousands live at the peak, time advancing as it runs) under the eager
+policy (patches 1-3 of the series) and the lazy one (v5.3, "less aggressive
+freeing"), with the slab traffic of the tracker cache and the cost of one
+init + activate + deactivate + free cycle.  The seed measured 39,268,280 vs
+5,796,864 objs_allocated (6.8x) after boot + 3 parallel kernel builds.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Dict, Optional
+
+from .kernel import Kernel
+
+
+def debugobjects_churn(policy: str, *, cpus: int = 8, rounds: int = 2000, wave: int = 800,
+                       lifetime: int = 3, advance_ms: float = 10.0, threads: bool = False,
+                       seed: int = 0, phase_rounds: int = 25) -> Dict[str, float]:
+    """One churn run on a fresh kernel with ``odebug.objects_free=<policy>``.
+
+    Per round and vCPU: retire the wave made ``lifetime`` rounds earlier
+    (deactivate + free), make a new one of wave/2..3*wave/2 objects (init +
+    activate); the wave size swings 0.25x..1.75x over ``phase_rounds`` rounds (the
+    phases of a build); the virtual clock advances ``advance_ms`` per round (so
+    the lazy freeing work runs at most every 100 ms; the eager one's immediate
+    work runs after each vCPU's turn).  ``threads=True`` runs one pthread
+    per vCPU on the real clock instead (time then advances by itself).
+
+    Returns the stats of the tracker pool plus cycles, ns_per_cycle (host time
+    of the whole churn / cycles, i.e. per init+activate+deactivate+free) and
+    peak_live.
+    """
+    clock = "real" if threads else "virtual"
+    with Kernel(f"kasan=off odebug.objects_free={policy}", cpus=cpus, ram="64M",
+                clock=clock, seed=seed) as k:
+        d = k.debug_objects
+        r = d.churn(rounds, wave, lifetime, threads=threads,
+                    advance_ms=0 if threads else advance_ms, seed=seed,
+                    phase_rounds=phase_rounds)
+        if not threads:
+            k.advance(ms=1000)            # let the last freeing runs happen
+        s = d.stats()
+        out: Dict[str, float] = dict(s)
+        out.update(policy=policy, cycles=r["cycles"], ns_per_cycle=r["ns_per_cycle"],
+                   peak_live=r["peak_live"], virtual_s=r["virtual_ns"] / 1e9,
+                   work_runs=d.internals()["work_runs"])
+        return out
+
+
+def compare(**kw) -> Dict[str, object]:
+    """eager vs lazy under the same churn; ratios eager/lazy."""
+    eager = debugobjects_churn("eager", **kw)
+    lazy = debugobjects_churn("lazy", **kw)
+
+    def ratio(f: str) -> Optional[float]:
+        return eager[f] / lazy[f] if lazy[f] else None
+    return dict(eager=eager, lazy=lazy,
+                ratio_objs_allocated=ratio("objs_allocated"),
+                ratio_objs_freed=ratio("objs_freed"),
+                ratio_pool_max_used=ratio("pool_max_used"),
+                ratio_ns_per_cycle=ratio("ns_per_cycle"))
+
+
+def format_table(res: Dict[str, object]) -> str:
+    e, lz = res["eager"], res["lazy"]
+    rows = ["objs_allocated", "objs_freed", "pool_max_used", "pool_min_free", "pool_free",
+            "work_runs", "cycles", "peak_live", "ns_per_cycle"]
+    lines = [f"{'':16}{'eager (1-3/5)':>16}{'lazy (v5.3)':>16}{'eager/lazy':>12}"]
+    for f in rows:
+        a, b = e[f], lz[f]
+        r = f"{a / b:.2f}x" if b else "-"
+        fmt = (lambda v: f"{v:,.1f}") if f == "ns_per_cycle" else (lambda v: f"{int(v):,}")
+        lines.append(f"{f:16}{fmt(a):>16}{fmt(b):>16}{r:>12}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description="debug objects: eager vs lazy freeing under churn")
+    p.add_argument("--cpus", type=int, default=8)
+    p.add_argument("--rounds", type=int, default=2000)
+    p.add_argument("--wave", type=int, default=800)
+    p.add_argument("--lifetime", type=int, default=3)
+    p.add_argument("--advance-ms", type=float, default=10.0)
+    p.add_argument("--threads", action="store_true", help="one pthread per vCPU, real clock")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--phase-rounds", type=int, default=25)
+    a = p.parse_args(argv)
+    res = compare(cpus=a.cpus, rounds=a.rounds, wave=a.wave, lifetime=a.lifetime,
+                  advance_ms=a.advance_ms, threads=a.threads, seed=a.seed,
+                  phase_rounds=a.phase_rounds)
+    print(format_table(res))
+
+
+if __name__ == "__main__":
+    main()

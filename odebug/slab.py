@@ -1,0 +1,309 @@
+"""The slab allocator's Python surface: ``Cache`` objects and slab constants."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Union
+
+from . import _core
+
+SLAB_CONSISTENCY_CHECKS = _core.SLAB_CONSISTENCY_CHECKS
+SLAB_RED_ZONE = _core.SLAB_RED_ZONE
+SLAB_POISON = _core.SLAB_POISON
+SLAB_KMALLOC = _core.SLAB_KMALLOC
+SLAB_HWCACHE_ALIGN = _core.SLAB_HWCACHE_ALIGN
+SLAB_STORE_USER = _core.SLAB_STORE_USER
+SLAB_TYPESAFE_BY_RCU = _core.SLAB_TYPESAFE_BY_RCU
+SLAB_TRACE = _core.SLAB_TRACE
+SLAB_DEBUG_OBJECTS = _core.SLAB_DEBUG_OBJECTS
+SLAB_NOLEAKTRACE = _core.SLAB_NOLEAKTRACE
+SLAB_NO_MERGE = _core.SLAB_NO_MERGE
+SLAB_FAILSLAB = _core.SLAB_FAILSLAB
+SLAB_NO_USER_FLAGS = _core.SLAB_NO_USER_FLAGS
+ZERO_SIZE_PTR = _core.ZERO_SIZE_PTR
+GFP_KERNEL = _core.GFP_KERNEL
+GFP_ATOMIC = _core.GFP_ATOMIC
+__GFP_ZERO = _core.__GFP_ZERO
+
+#: CONFIG_SLUB_STATS counter names, in the kernel's order
+SLUB_STATS = _core.slub_stat_names()
+
+_MAX_U32 = (1 << 32) - 1
+
+
+class Cache:
+    """A slab cache (``struct kmem_cache``).
+
+    ``alloc()`` / ``free(addr)`` / ``validate()`` / ``destroy()``; layout facts as
+    attributes: ``name``, ``object_size``, ``size`` (the slot, ``s->size``),
+    ``offset`` (free pointer), ``inuse``, ``red_left_pad``, ``flags`` (debug letters).
+    """
+
+    __slots__ = ("_c", "_kernel", "__weakref__")
+
+    def __init__(self, core_cache: "_core.Cache", kernel) -> None:
+        self._c = core_cache
+        self._kernel = kernel
+
+    # -- identity ---------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._c.name
+
+    @property
+    def destroyed(self) -> bool:
+        return self._c.destroyed
+
+    def __repr__(self) -> str:
+        if self._c.destroyed:
+            return f"<odebug.Cache {self.name} (destroyed)>"
+        i = self._c.info()
+        return (f"<odebug.Cache {self.name} object_size={i['object_size']} size={i['size']}"
+                f" flags={i['letters'] or '-'}>")
+
+    # -- layout -------------------------------------------------------------------
+    def info(self) -> dict:
+        """Everything about the cache's layout and counters as a dict."""
+        return self._c.info()
+
+    @property
+    def object_size(self) -> int:
+        return self._c.info()["object_size"]
+
+    @property
+    def size(self) -> int:
+        """The slot size (``s->size``) including debug metadata."""
+        return self._c.info()["size"]
+
+    @property
+    def offset(self) -> int:
+        """Free pointer offset from the object start."""
+        return self._c.info()["offset"]
+
+    @property
+    def inuse(self) -> int:
+        return self._c.info()["inuse"]
+
+    @property
+    def red_left_pad(self) -> int:
+        return self._c.info()["red_left_pad"]
+
+    @property
+    def align(self) -> int:
+        return self._c.info()["align"]
+
+    @property
+    def flags(self) -> str:
+        """The debug letters in effect ("FZPU"; "" when none)."""
+        return self._c.info()["letters"]
+
+    @property
+    def objects_per_slab(self) -> int:
+        return self._c.info()["objects_per_slab"]
+
+    @property
+    def order(self) -> int:
+        return self._c.info()["order"]
+
+    # -- allocation -------------------------------------------------------------------
+    def alloc(self, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
+        """kmem_cache_alloc(): the object's address, or None when it fails."""
+        _check_gfp(gfp)
+        with self._kernel._cpu(cpu):
+            return self._c.alloc(gfp)
+
+    def zalloc(self, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
+        """kmem_cache_zalloc()."""
+        return self.alloc(gfp | __GFP_ZERO, cpu=cpu)
+
+    def kmalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
+        """kmalloc of ``size`` bytes from this cache (a kmalloc-type cache
+        records the requested size with U: the slack becomes "kmalloc Redzone")."""
+        _check_size(size)
+        _check_gfp(gfp)
+        with self._kernel._cpu(cpu):
+            return self._c.kmalloc(size, gfp)
+
+    def free(self, addr: int, *, cpu: Optional[int] = None) -> None:
+        """kmem_cache_free()."""
+        _check_addr(addr)
+        with self._kernel._cpu(cpu):
+            self._c.free(addr)
+
+    def alloc_bulk(self, n: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[List[int]]:
+        """kmem_cache_alloc_bulk(): n objects, or None (all or nothing)."""
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"alloc_bulk: count must be a non-negative int, not {n!r}")
+        _check_gfp(gfp)
+        with self._kernel._cpu(cpu):
+            return self._c.alloc_bulk(n, gfp)
+
+    def free_bulk(self, addrs: Sequence[int], *, cpu: Optional[int] = None) -> None:
+        """kmem_cache_free_bulk()."""
+        for a in addrs:
+            _check_addr(a)
+        with self._kernel._cpu(cpu):
+            self._c.free_bulk(list(addrs))
+
+    def validate(self) -> int:
+        """validate_slab_cache(): the number of errors under the KUnit counting rule
+        (each report, each FIX and each count mismatch counts one)."""
+        return self._c.validate()
+
+    def destroy(self) -> None:
+        """kmem_cache_destroy(); leaked objects are reported."""
+        self._c.destroy()
+        self._kernel._forget_cache(self.name)
+
+    def stats(self, per_cpu: bool = False) -> Dict[str, Union[int, List[int]]]:
+        """CONFIG_SLUB_STATS counters (summed, or a list per vCPU)."""
+        return self._c.stats(per_cpu)
+
+
+def _check_size(size: int) -> None:
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise TypeError(f"size: expected int, not {type(size).__name__}")
+    if size < 0:
+        raise ValueError(f"size: negative size {size}")
+
+
+def _check_gfp(gfp: int) -> None:
+    if not isinstance(gfp, int) or not 0 <= gfp <= _MAX_U32:
+        raise ValueError(f"gfp: expected GFP flags, not {gfp!r}")
+
+
+def _check_addr(addr: int) -> None:
+    if not isinstance(addr, int) or isinstance(addr, bool):
+        raise TypeError(f"addr: expected int, not {type(addr).__name__}")
+    if not 0 <= addr < 1 << 64:
+        raise ValueError(f"addr: {addr} is not a 64-bit address")
+
+
+def parse_flags(kernel, flags: Union[None, str, int]) -> int:
+    """SLAB_* bits from None (0: slub_debug= decides), letters ("FZPU") or an int."""
+    if flags is None:
+        return 0
+    if isinstance(flags, bool):
+        raise TypeError("flags: expected letters or SLAB_* bits, not bool")
+    if isinstance(flags, int):
+        if not 0 <= flags <= _MAX_U32:
+            raise ValueError(f"flags: 0x{flags:x} is not a 32-bit SLAB_* mask")
+        return flags
+    if isinstance(flags, str):
+        return _core.slab_flags_parse(kernel, flags)
+    raise TypeError(f"flags: expected letters or SLAB_* bits, not {type(flags).__name__}")
+
+
+def slabinfo_rows(text: str) -> List[dict]:
+    """/proc/slabinfo text -> one dict per cache."""
+    rows = []
+    for line in text.splitlines()[2:]:
+        parts = line.split()
+        if len(parts) < 16:
+            continue
+        rows.append({
+            "name": parts[0], "active_objs": int(parts[1]), "num_objs": int(parts[2]),
+            "objsize": int(parts[3]), "objperslab": int(parts[4]), "pagesperslab": int(parts[5]),
+            "active_slabs": int(parts[13]), "num_slabs": int(parts[14]),
+        })
+    return rows
+
+
+class SlabMixin:
+    """Kernel methods of the slab allocator (mixed into ``odebug.Kernel``)."""
+
+    def _cache_registry(self) -> Dict[str, Cache]:
+        reg = self.__dict__.get("_caches")
+        if reg is None:
+            reg = self.__dict__["_caches"] = {}
+        return reg
+
+    def _forget_cache(self, name: str) -> None:
+        self._cache_registry().pop(name, None)
+
+    def kmem_cache_create(self, name: str, size: int, align: int = 0,
+                          flags: Union[None, str, int] = None, ctor=None) -> Cache:
+        """kmem_cache_create(name, size, align, flags, ctor).
+
+        ``flags``: None (the boot command line's ``slub_debug=`` decides), debug
+        letters such as ``"ZP"``, or SLAB_* bits (add ``SLAB_NO_USER_FLAGS`` to ignore
+        the command line).  ``ctor(addr)`` runs on every object of a new slab."""
+        if not isinstance(name, str):
+            raise TypeError(f"name: expected str, not {type(name).__name__}")
+        _check_size(size)
+        if not isinstance(align, int) or align < 0:
+            raise ValueError(f"align: expected a non-negative int, not {align!r}")
+        if size == 0 or size > _MAX_U32:
+            raise ValueError(f"size: {size} out of range for kmem_cache_create")
+        bits = parse_flags(self, flags)
+        c = Cache(_core.cache_create(self, name, size, align, bits, ctor), self)
+        self._cache_registry()[name] = c
+        return c
+
+    def cache(self, name: str) -> Cache:
+        """Any cache by name (kmalloc-* included); odebug.NotFound if none."""
+        reg = self._cache_registry()
+        c = reg.get(name)
+        if c is not None and not c.destroyed:
+            return c
+        core = _core.cache_find(self, name)
+        if core is None:
+            raise _core.NotFound(f"no slab cache named {name!r}")
+        c = reg[name] = Cache(core, self)
+        return c
+
+    def caches(self) -> List[Cache]:
+        """Every cache, in creation order."""
+        return [self.cache(n) for n in _core.cache_names(self)]
+
+    def kmalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
+        """kmalloc(): the address (ZERO_SIZE_PTR for 0), or None when it fails."""
+        _check_size(size)
+        _check_gfp(gfp)
+        with self._cpu(cpu):
+            return _core.kmalloc(self, size, gfp)
+
+    def kzalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
+        """kzalloc()."""
+        return self.kmalloc(size, gfp | __GFP_ZERO, cpu=cpu)
+
+    def kfree(self, addr: Optional[int], *, cpu: Optional[int] = None) -> None:
+        """kfree(); kfree(None) and kfree(0) do nothing."""
+        if addr is None:
+            return
+        _check_addr(addr)
+        with self._cpu(cpu):
+            _core.kfree(self, addr)
+
+    def ksize(self, addr: int) -> int:
+        """ksize(): the usable size of a kmalloc'd object."""
+        _check_addr(addr)
+        return _core.ksize(self, addr)
+
+    def krealloc(self, addr: Optional[int], size: int, gfp: int = GFP_KERNEL, *,
+                 cpu: Optional[int] = None) -> Optional[int]:
+        """krealloc(): the (possibly moved) object, or None when it fails."""
+        _check_size(size)
+        _check_gfp(gfp)
+        if addr is None:
+            addr = 0
+        _check_addr(addr)
+        with self._cpu(cpu):
+            return _core.krealloc(self, addr, size, gfp)
+
+    def slabinfo_text(self) -> str:
+        """/proc/slabinfo (version 2.1)."""
+        return _core.slabinfo_text(self)
+
+    def slabinfo(self) -> List[dict]:
+        """/proc/slabinfo as one dict per cache."""
+        return slabinfo_rows(self.slabinfo_text())
+
+    @property
+    def slab_errors(self) -> int:
+        """This thread's running count of slab errors under the KUnit rule
+        (slub_kunit's ``slab_errors``): compare before and after a call."""
+        return _core.slab_errors(self)
+
+    def slab_object(self, addr: int) -> Optional[tuple]:
+        """(cache name, object start) of a slab address, or None."""
+        _check_addr(addr)
+        return _core.slab_object(self, addr)
