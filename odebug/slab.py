@@ -21,7 +21,8 @@ SLAB_NO_USER_FLAGS = _core.SLAB_NO_USER_FLAGS
 ZERO_SIZE_PTR = _core.ZERO_SIZE_PTR
 GFP_KERNEL = _core.GFP_KERNEL
 GFP_ATOMIC = _core.GFP_ATOMIC
-__GFP_ZERO = _core.__GFP_ZERO
+GFP_ZERO = _core.__GFP_ZERO     # __GFP_ZERO (a __name would be mangled inside classes)
+globals()["__GFP_ZERO"] = GFP_ZERO
 
 #: CONFIG_SLUB_STATS counter names, in the kernel's order
 SLUB_STATS = _core.slub_stat_names()
@@ -112,7 +113,7 @@ class Cache:
 
     def zalloc(self, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
         """kmem_cache_zalloc()."""
-        return self.alloc(gfp | __GFP_ZERO, cpu=cpu)
+        return self.alloc(gfp | GFP_ZERO, cpu=cpu)
 
     def kmalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
         """kmalloc of ``size`` bytes from this cache (a kmalloc-type cache
@@ -263,7 +264,7 @@ class SlabMixin:
 
     def kzalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
         """kzalloc()."""
-        return self.kmalloc(size, gfp | __GFP_ZERO, cpu=cpu)
+        return self.kmalloc(size, gfp | GFP_ZERO, cpu=cpu)
 
     def kfree(self, addr: Optional[int], *, cpu: Optional[int] = None) -> None:
         """kfree(); kfree(None) and kfree(0) do nothing."""
