@@ -7,12 +7,12 @@ import os
 import re
 import threading
 import weakref
-from typing import Callable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Union
 
 from . import _core
 from .report import Report
 
-if False:  # typing only
+if TYPE_CHECKING:  # pragma: no cover
     from .debugobjects import DebugObjects  # noqa: F401
 from .slab import SlabMixin
 

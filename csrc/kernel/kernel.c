@@ -450,6 +450,8 @@ void odb_kernel_destroy(odb_kernel *k)
 	odb_rooms_exit(k);
 	odb_wq_exit(k);
 	pthread_key_delete(k->task_key);
+	/* threads that exited ran their destructor under tasks_lock */
+	pthread_mutex_lock(&k->tasks_lock);
 	list_for_each_safe(pos, n, &k->tasks) {
 		struct odb_task *t = list_entry(pos, struct odb_task, node);
 		if (t->bug)
@@ -458,6 +460,7 @@ void odb_kernel_destroy(odb_kernel *k)
 			odb_report_put(t->last_bug);
 		free(t);
 	}
+	pthread_mutex_unlock(&k->tasks_lock);
 	odb_mem_exit(k);
 	odb_depot_exit(k);
 	odb_reports_exit(k);

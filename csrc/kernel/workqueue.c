@@ -85,18 +85,21 @@ bool schedule_delayed_work(struct odb_kernel *k, struct odb_work *w, uint64_t de
 static void run_work_locked(struct odb_kernel *k, struct odb_work *w)
 {
 	struct odb_task *t = odb_current(k);
-	int saved_cpu = t ? t->cpu : -1;
+	int saved_cpu = t ? t->cpu : -1, cpu = w->cpu;
+	odb_work_fn fn = w->fn;
+	void *arg = w->arg;
 
+	/* everything read under wq_lock: the item may be queued again meanwhile */
 	list_del(&w->node);
 	w->pending = false;
 	w->running = true;
 	w->runner = t;
 	pthread_mutex_unlock(&k->wq_lock);
 	if (t) {
-		t->cpu = w->cpu;
+		t->cpu = cpu;
 		t->in_work++;
 	}
-	w->fn(k, w->arg);
+	fn(k, arg);
 	if (t) {
 		t->in_work--;
 		t->cpu = saved_cpu;
@@ -167,6 +170,11 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		w = list_entry(k->wq_list.next, struct odb_work, node);
+		if (w->running) {
+			/* queued again while running: never run it concurrently with itself */
+			pthread_cond_wait(&k->wq_cond, &k->wq_lock);
+			continue;
+		}
 		now = ktime_get_ns(k);
 		if (w->due_ns > now && w->due_ns > UINT64_MAX - k->boot_host_ns) {
 			pthread_cond_wait(&k->wq_cond, &k->wq_lock);   /* "never" */
@@ -263,6 +271,12 @@ int odb_advance(odb_kernel *k, uint64_t ns)
 		w = list_entry(k->wq_list.next, struct odb_work, node);
 		if (w->due_ns > target)
 			break;
+		if (w->running) {
+			if (w->runner == t)
+				break;      /* re-queued by itself from inside advance: next advance */
+			pthread_cond_wait(&k->wq_cond, &k->wq_lock);
+			continue;
+		}
 		if (w->due_ns > atomic_load(&k->now_ns))
 			atomic_store_explicit(&k->now_ns, w->due_ns, memory_order_release);
 		run_work_locked(k, w);
