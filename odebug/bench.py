@@ -1,6 +1,10 @@
 """Benchmarks (reported, never asserted).
 
-``python -m odebug.bench`` prints the debug-objects churn comparison: the
+``python -m odebug bench slab`` times C loops of alloc+free pairs on a 64-byte
+cache (no debug, ``P``, ``FZPU``; both debug paths) beside glibc malloc/free in
+the same process, and prints ns/pair and the ratios.
+
+``python -m odebug bench debugobjects`` prints the debug-objects churn comparison: the
 workload of the 2019 seed imitated (waves of short-lived objects on every vCPU,
 tens of thousands live at the peak, time advancing as it runs) under the eager
 policy (patches 1-3 of the series) and the lazy one (v5.3, "less aggressive
@@ -11,7 +15,10 @@ init + activate + deactivate + free cycle.  The seed measured 39,268,280 vs
 from __future__ import annotations
 
 import argparse
-from typing import Dict, Optional
+import statistics
+from typing import Dict, List, Optional
+
+from . import _core
 
 from .kernel import Kernel
 
@@ -77,8 +84,71 @@ def format_table(res: Dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def slab_pairs(n: int = 2_000_000, *, size: int = 64, rounds: int = 5,
+               flags=("-", "P", "FZPU"), paths=("relaxed", "locked")) -> Dict[str, object]:
+    """ns per alloc+free pair on a ``size``-byte cache for each (path, flags), and
+    glibc malloc/free of the same size, interleaved round by round (median).
+
+    Kernels boot with ``kasan=off no_debug_objects`` so the slab alone is timed."""
+    kernels = {}
+    for path in paths:
+        for fl in flags:
+            k = Kernel(f"kasan=off no_debug_objects odebug.slub_path={path} slub_debug={fl},bench",
+                       ram="256M", cpus=2)
+            kernels[(path, fl)] = (k, k.kmem_cache_create("bench", size))
+    # debug pairs are ~20-50x slower: fewer of them, same time budget
+    count = {fl: (n if fl == "-" else max(n // 20, 1000)) for fl in flags}
+    samples: Dict[object, List[float]] = {key: [] for key in kernels}
+    samples["glibc"] = []
+    for _ in range(rounds):
+        samples["glibc"].append(_core.bench_malloc_pairs(size, n) / n)
+        for (path, fl), (k, c) in kernels.items():
+            samples[(path, fl)].append(c._c.bench_pairs(count[fl]) / count[fl])
+    for k, _c in kernels.values():
+        k.close()
+    med = {key: statistics.median(v) for key, v in samples.items()}
+    g = med["glibc"]
+    rows = []
+    for (path, fl) in kernels:
+        t = med[(path, fl)]
+        rows.append(dict(path=path, flags=fl, ns_per_pair=t, vs_glibc=t / g,
+                         vs_nodebug=t / med[(path, "-")] if (path, "-") in med else None))
+    out: Dict[str, object] = dict(glibc_ns_per_pair=g, size=size, pairs=n, rounds=rounds, rows=rows)
+    if ("relaxed", "P") in med and ("locked", "P") in med:
+        out["P_locked_over_relaxed"] = med[("locked", "P")] / med[("relaxed", "P")]
+    return out
+
+
+def format_slab_table(res: Dict[str, object]) -> str:
+    lines = [f"alloc+free pairs of {res['size']}-byte objects, C loop, median of {res['rounds']} rounds",
+             f"{'path':9}{'slub_debug':>11}{'ns/pair':>10}{'x glibc':>9}{'x no-debug':>12}",
+             f"{'glibc':9}{'malloc':>11}{res['glibc_ns_per_pair']:>10.1f}{1.0:>9.2f}{'':>12}"]
+    for r in res["rows"]:
+        nd = f"{r['vs_nodebug']:.2f}" if r["vs_nodebug"] else "-"
+        lines.append(f"{r['path']:9}{r['flags']:>11}{r['ns_per_pair']:>10.1f}{r['vs_glibc']:>9.2f}{nd:>12}")
+    if "P_locked_over_relaxed" in res:
+        lines.append(f"P: locked / relaxed = {res['P_locked_over_relaxed']:.2f}x "
+                     f"(the seed's hackbench: 15.607 / 10.836 = 1.44x)")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description="debug objects: eager vs lazy freeing under churn")
+    """``python -m odebug bench [slab|debugobjects|all] ...``"""
+    argv = list(argv or [])
+    what = argv.pop(0) if argv and not argv[0].startswith("-") else "all"
+    if what in ("slab", "all"):
+        q = argparse.ArgumentParser(prog="odebug bench slab")
+        q.add_argument("--pairs", type=int, default=2_000_000)
+        q.add_argument("--rounds", type=int, default=5)
+        a = q.parse_args(argv if what == "slab" else [])
+        print(format_slab_table(slab_pairs(a.pairs, rounds=a.rounds)))
+        if what == "slab":
+            return
+        print()
+    if what not in ("debugobjects", "all"):
+        raise SystemExit(f"odebug bench: unknown benchmark {what!r} (slab, debugobjects, all)")
+    p = argparse.ArgumentParser(prog="odebug bench debugobjects",
+                                description="debug objects: eager vs lazy freeing under churn")
     p.add_argument("--cpus", type=int, default=8)
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--wave", type=int, default=800)
@@ -87,7 +157,7 @@ def main(argv=None) -> None:
     p.add_argument("--threads", action="store_true", help="one pthread per vCPU, real clock")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--phase-rounds", type=int, default=25)
-    a = p.parse_args(argv)
+    a = p.parse_args(argv if what == "debugobjects" else [])
     res = compare(cpus=a.cpus, rounds=a.rounds, wave=a.wave, lifetime=a.lifetime,
                   advance_ms=a.advance_ms, threads=a.threads, seed=a.seed,
                   phase_rounds=a.phase_rounds)

@@ -1,0 +1,27 @@
+"""``python -m odebug``: the command line.
+
+  python -m odebug bench [slab|debugobjects|all] [options]
+"""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of ``python -m odebug`` and the ``odebug`` script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "bench":
+        from . import bench
+        bench.main(rest)
+        return 0
+    print(f"odebug: unknown command {cmd!r}\n\n{__doc__.strip()}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
