@@ -77,6 +77,10 @@ class SlabMachine(RuleBasedStateMachine):
         self.frees: Dict[str, int] = {}
         self.pending: Optional[Tuple[str, int, str]] = None   # (cache, object, where)
         self.freed: Dict[str, List[int]] = {}    # free objects we may poison-corrupt
+        # caches with a slab abandoned by "Marking all objects used": its never
+        # allocated objects now fail ACTIVE checks one by one on every validate,
+        # so their validate counts are no longer predicted exactly
+        self.unpredictable: Set[str] = set()
         self._n = 0
 
     def teardown(self) -> None:
@@ -105,7 +109,9 @@ class SlabMachine(RuleBasedStateMachine):
         assert p not in self.live, "an object handed out twice"
         errs = self.kernel.slab_errors - before
         pend = self.pending
-        if errs:
+        if name in self.unpredictable:
+            self.kernel.clear_reports()
+        elif errs:
             # F checks a free object on alloc: a poisoned one at the freelist head
             # gives the report + its FIX + "Marking all objects used", and the
             # allocation moves to another slab (whose old free objects now count
@@ -116,6 +122,7 @@ class SlabMachine(RuleBasedStateMachine):
             assert p != pend[1]
             self.pending = None
             self.freed[name] = []
+            self.unpredictable.add(name)
             self.kernel.clear_reports()
         elif pend is not None and pend[1] == p:
             # without F (relaxed path), init_object() re-poisons it silently
@@ -134,15 +141,15 @@ class SlabMachine(RuleBasedStateMachine):
         name = self.live.pop(p)
         self.kernel.cache(name).free(p, cpu=cpu)
         self.frees[name] += 1
-        self.freed[name].append(p)
-        assert not self.kernel.reports or self._reports_expected()
+        if name not in self.unpredictable:
+            self.freed[name].append(p)
 
     @precondition(lambda self: self.pending is None)
     @rule(p=objects, where=st.sampled_from(["right", "left"]), val=st.integers(0, 255))
     def overflow_live(self, p, where, val):
         name = self.live[p]
         c = self.kernel.cache(name)
-        if "Z" not in self.cache_flags[name] or val == 0xcc:
+        if "Z" not in self.cache_flags[name] or val == 0xcc or name in self.unpredictable:
             return
         if where == "right":
             addr = p + c.object_size + (c.inuse - c.object_size) - 1
@@ -154,7 +161,8 @@ class SlabMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.pending is None)
     @rule(data=st.data())
     def write_after_free(self, data):
-        names = [n for n, objs in self.freed.items() if objs and "P" in self.cache_flags[n]]
+        names = [n for n, objs in self.freed.items()
+                 if objs and "P" in self.cache_flags[n] and n not in self.unpredictable]
         if not names:
             return
         name = data.draw(st.sampled_from(sorted(names)))
@@ -169,6 +177,8 @@ class SlabMachine(RuleBasedStateMachine):
     def validate_all(self):
         for name in self.cache_flags:
             errs = self.kernel.cache(name).validate()
+            if name in self.unpredictable:
+                continue
             expect = 2 if self.pending is not None and self.pending[0] == name else 0
             assert errs == expect, (name, errs, self.pending)
         self.pending = None
@@ -179,9 +189,6 @@ class SlabMachine(RuleBasedStateMachine):
         assert self.kernel.cache(name).validate() == 2
         self.pending = None
         self.kernel.clear_reports()
-
-    def _reports_expected(self) -> bool:
-        return False
 
     # -- invariants ----------------------------------------------------------------------------
     @invariant()
@@ -202,7 +209,8 @@ class SlabMachine(RuleBasedStateMachine):
     @invariant()
     def no_unexpected_reports(self):
         if self.pending is None:
-            assert not self.kernel.reports, [r.kind for r in self.kernel.reports]
+            bad = [r.kind for r in self.kernel.reports if r.cache not in self.unpredictable]
+            assert not bad, bad
 
 
 __all__ = ["register_profiles", "SlabMachine", "cache_configs", "vcpus",
