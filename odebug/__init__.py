@@ -22,10 +22,11 @@ from ._core import (  # noqa: F401  (re-exported)
 from .kernel import Kernel, parse_size
 from .report import Report, Track
 from .debugobjects import DebugObjects, ObjectDescr, State as ObjectState
+from .kasan import Kasan, Quarantine, quarantine_geometry
 
 __all__ = [
     "Kernel", "Report", "Track", "Error", "InvalidArgument", "ClosedError", "StateError",
-    "NotFound", "KernelBug", "ObjectDescr", "DebugObjects", "ObjectState", "get_include", "get_library", "parse_size", "build_info",
+    "NotFound", "KernelBug", "ObjectDescr", "Kasan", "Quarantine", "quarantine_geometry", "DebugObjects", "ObjectState", "get_include", "get_library", "parse_size", "build_info",
 ]
 __version__ = "0.1.0"
 

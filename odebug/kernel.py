@@ -15,6 +15,7 @@ from .report import Report
 if TYPE_CHECKING:  # pragma: no cover
     from .debugobjects import DebugObjects  # noqa: F401
 from .slab import SlabMixin
+from .kasan import KasanMixin
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
@@ -59,7 +60,7 @@ class ExpectedReports:
         return self.reports[0]
 
 
-class Kernel(SlabMixin, _core.Kernel):
+class Kernel(SlabMixin, KasanMixin, _core.Kernel):
     """A simulated kernel: vCPUs, clock, RAM, log and reports, and (in later rooms)
     the slab allocator, KASAN and debug objects.
 

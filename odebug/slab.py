@@ -274,6 +274,18 @@ class SlabMixin:
         with self._cpu(cpu):
             _core.kfree(self, addr)
 
+    def kfree_rcu(self, addr: Optional[int]) -> None:
+        """kfree_rcu(): freed after a grace period (one jiffy: the next
+        ``advance`` past it, or ``rcu_barrier()``; ``kmem_cache_destroy`` waits too)."""
+        if addr is None:
+            return
+        _check_addr(addr)
+        _core.kfree_rcu(self, addr)
+
+    def rcu_barrier(self) -> None:
+        """rcu_barrier(): run every pending kfree_rcu() free now."""
+        _core.rcu_barrier(self)
+
     def ksize(self, addr: int) -> int:
         """ksize(): the usable size of a kmalloc'd object."""
         _check_addr(addr)

@@ -108,6 +108,37 @@ def test_leak_destroy():
         s.alloc()
 
 
+def test_kfree_rcu():
+    k = K()
+    s = k.kmem_cache_create("TestSlub_kfree_rcu", 16, flags=_core.SLAB_NO_MERGE | NU)
+    p = s.alloc()
+    k.kfree_rcu(p)
+    assert s.stats()["free_slowpath"] + s.stats()["free_fastpath"] == 0   # not yet
+    assert errors_of(k, s.destroy) == 0           # kvfree_rcu_barrier() first
+    assert not k.reports
+    k2 = K()
+    q = k2.kmalloc(30)
+    k2.kfree_rcu(q)
+    k2.advance(ms=1)                              # one jiffy: the grace period
+    assert k2.cache("kmalloc-32").stats()["free_fastpath"] == 1
+
+
+def test_kfree_rcu_wq_destroy():
+    import random
+    rnd = random.Random(0)
+    k = K()
+    for i in range(10):
+        s = k.kmem_cache_create(f"TestSlub_kfree_rcu_wq_destroy{i}", 32, flags=NU)
+        p = s.alloc()
+        k.kfree_rcu(p)
+        w = k.work(s.destroy)
+        w.schedule(delay=rnd.randrange(256))        # destroy from a workqueue, <= 255 ms
+        before = k.slab_errors
+        k.advance(ms=300)
+        assert k.slab_errors == before and s.destroyed
+    assert not k.reports
+
+
 def test_krealloc_redzone_zeroing():
     k = K()
     s = k.kmem_cache_create("TestSlub_krealloc", 64,

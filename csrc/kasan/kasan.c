@@ -1,7 +1,443 @@
-/* Generic KASAN hooks (placeholder until the KASAN room: no metadata). */
+/*
+ * Generic KASAN, common part (mm/kasan/common.c + generic.c's metadata
+ * layout): boot and parameters, the per-cache metadata layout
+ * (kasan_cache_create), and the hooks the slab and page allocators call.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
 #include "kasan/kasan.h"
+#include "slab/slub.h"
+
+/* ---- parameters -------------------------------------------------------------------- */
+int kasan_param_on(struct odb_kernel *k, const char *val)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	if (val && !strcmp(val, "off"))
+		ks->enabled = false;
+	else if (val && !strcmp(val, "on"))
+		ks->enabled = true;
+	else
+		return odb_err(k, ODB_EINVAL, "kasan: `%s' invalid for parameter `kasan' (on|off)",
+			       val ? val : "");
+	return 0;
+}
+
+void kasan_param_on_show(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", kasan_state(k)->enabled ? "on" : "off");
+}
+
+int kasan_param_fault(struct odb_kernel *k, const char *val)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	if (val && !strcmp(val, "report"))
+		ks->fault_panic = false;
+	else if (val && !strcmp(val, "panic"))
+		ks->fault_panic = true;
+	else
+		return odb_err(k, ODB_EINVAL,
+			       "kasan.fault: `%s' invalid for parameter `kasan.fault' (report|panic)",
+			       val ? val : "");
+	return 0;
+}
+
+void kasan_param_fault_show(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", kasan_state(k)->fault_panic ? "panic" : "report");
+}
+
+int kasan_param_multi_shot(struct odb_kernel *k, const char *val)
+{
+	if (val)
+		return odb_err(k, ODB_EINVAL, "kasan_multi_shot: takes no value (`%s')", val);
+	kasan_state(k)->multi_shot = true;
+	return 0;
+}
+
+void kasan_param_multi_shot_show(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d", kasan_state(k)->multi_shot ? 1 : 0);
+}
+
+int kasan_param_quarantine(struct odb_kernel *k, const char *val)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	if (val && !strcmp(val, "batched"))
+		ks->policy_arg = QUARANTINE_BATCHED;
+	else if (val && !strcmp(val, "quarter"))
+		ks->policy_arg = QUARANTINE_QUARTER;
+	else
+		return odb_err(k, ODB_EINVAL, "odebug.quarantine: `%s' invalid (batched|quarter)",
+			       val ? val : "");
+	return 0;
+}
+
+void kasan_param_quarantine_show(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", kasan_state(k)->policy_arg == QUARANTINE_QUARTER ? "quarter" : "batched");
+}
+
+/* ---- boot ------------------------------------------------------------------------------ */
+static void kasan_page_alloc_hook(struct odb_kernel *k, odb_addr_t addr, size_t size);
+static void kasan_page_free_hook(struct odb_kernel *k, odb_addr_t addr, size_t size);
+
+int kasan_early_init(struct odb_kernel *k)
+{
+	struct kasan_state *ks = calloc(1, sizeof(*ks));
+
+	if (!ks)
+		return -1;
+	ks->enabled = true;
+	ks->policy_arg = QUARANTINE_BATCHED;
+	pthread_mutex_init(&ks->report_lock, NULL);
+	k->kasan = ks;
+	return 0;
+}
+
+/* kasan_init: map the shadow (zero: boot memory is accessible), then the
+ * quarantine; before kmem_cache_init so every cache gets its metadata. */
+int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	if (!ks->enabled)
+		return 0;
+	ks->shadow_size = (size_t)(k->ram_bytes >> KASAN_SHADOW_SCALE_SHIFT);
+	ks->shadow = mmap(NULL, ks->shadow_size, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (ks->shadow == MAP_FAILED) {
+		ks->shadow = NULL;
+		snprintf(errbuf, errlen, "kasan: cannot map %zu bytes of shadow", ks->shadow_size);
+		return ODB_ENOMEM;
+	}
+	ks->q.policy = ks->policy_arg;
+	if (quarantine_init(k)) {
+		munmap(ks->shadow, ks->shadow_size);
+		ks->shadow = NULL;
+		snprintf(errbuf, errlen, "kasan: out of memory for the quarantine");
+		return ODB_ENOMEM;
+	}
+	odb_register_page_alloc_hook(k, kasan_page_alloc_hook);
+	odb_register_page_free_hook(k, kasan_page_free_hook);
+	ks->booted = true;
+	printk(k, "KernelAddressSanitizer initialized (generic)");
+	return 0;
+}
+
+void kasan_exit(struct odb_kernel *k)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	if (!ks)
+		return;
+	if (ks->booted)
+		quarantine_exit(k);
+	if (ks->shadow)
+		munmap(ks->shadow, ks->shadow_size);
+	pthread_mutex_destroy(&ks->report_lock);
+	k->kasan = NULL;
+	free(ks);
+}
+
+/* ---- page allocator hooks -------------------------------------------------------------- */
+static void kasan_page_alloc_hook(struct odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	if (kasan_enabled(k))
+		kasan_unpoison(k, addr, size);         /* kasan_unpoison_pages */
+}
+
+static void kasan_page_free_hook(struct odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	if (kasan_enabled(k))
+		kasan_poison(k, addr, size, KASAN_PAGE_FREE);   /* kasan_poison_pages */
+}
+
+/* ---- metadata layout ------------------------------------------------------------------- */
+static unsigned int optimal_redzone(unsigned int object_size)
+{
+	return object_size <= 64 - 16 ? 16 :
+	       object_size <= 128 - 32 ? 32 :
+	       object_size <= 512 - 64 ? 64 :
+	       object_size <= 4096 - 128 ? 128 :
+	       object_size <= (1 << 14) - 256 ? 256 :
+	       object_size <= (1 << 15) - 512 ? 512 :
+	       object_size <= (1 << 16) - 1024 ? 1024 : 2048;
+}
 
 void kasan_cache_create(struct kmem_cache *s, unsigned int *size, slab_flags_t *flags)
 {
-	(void)s; (void)size; (void)flags;
+	unsigned int ok_size, optimal_size;
+
+	(void)flags;
+	s->kasan_alloc_meta_offset = 0;
+	s->kasan_free_meta_offset = KASAN_NO_FREE_META;
+	s->kasan_meta_size = 0;
+	if (!kasan_enabled(s->k))
+		return;
+	ok_size = *size;
+	/* alloc meta right after what SLUB placed so far */
+	s->kasan_alloc_meta_offset = (int)*size;
+	*size += sizeof(struct kasan_alloc_meta);
+	s->kasan_meta_size = sizeof(struct kasan_alloc_meta);
+	if (*size > KMALLOC_MAX_SIZE) {
+		s->kasan_alloc_meta_offset = 0;
+		s->kasan_meta_size = 0;
+		*size = ok_size;
+	}
+	ok_size = *size;
+	/* free meta inside the freed object, unless the object must keep its
+	 * contents after free (RCU, constructor), the kmalloc redzone tracking
+	 * checks the slack, or it is too small: then in the redzone */
+	if ((s->flags & SLAB_TYPESAFE_BY_RCU) || cache_has_ctor(s) || slub_debug_orig_size(s) ||
+	    s->object_size < sizeof(struct kasan_free_meta)) {
+		s->kasan_free_meta_offset = (int)*size;
+		*size += sizeof(struct kasan_free_meta);
+		s->kasan_meta_size += sizeof(struct kasan_free_meta);
+		if (*size > KMALLOC_MAX_SIZE) {
+			s->kasan_free_meta_offset = KASAN_NO_FREE_META;
+			s->kasan_meta_size -= sizeof(struct kasan_free_meta);
+			*size = ok_size;
+		}
+	} else {
+		s->kasan_free_meta_offset = 0;
+	}
+	optimal_size = s->object_size + optimal_redzone(s->object_size);
+	if (optimal_size > KMALLOC_MAX_SIZE)
+		optimal_size = KMALLOC_MAX_SIZE;
+	if (*size < optimal_size)
+		*size = optimal_size;
+}
+
+struct kasan_alloc_meta *kasan_get_alloc_meta(struct kmem_cache *s, void *object)
+{
+	if (!s->kasan_meta_size || s->kasan_alloc_meta_offset <= 0)
+		return NULL;
+	return (struct kasan_alloc_meta *)((char *)object + s->kasan_alloc_meta_offset);
+}
+
+struct kasan_free_meta *kasan_get_free_meta(struct kmem_cache *s, void *object)
+{
+	if (!s->kasan_meta_size || s->kasan_free_meta_offset == KASAN_NO_FREE_META)
+		return NULL;
+	return (struct kasan_free_meta *)((char *)object + s->kasan_free_meta_offset);
+}
+
+uint32_t kasan_save_stack(struct odb_kernel *k)
+{
+	return stack_depot_save_current(k, 2);
+}
+
+static void kasan_save_track(struct odb_kernel *k, void *at)
+{
+	struct odb_task *t = odb_current(k);
+	struct kasan_track tr = { .pid = t ? (uint32_t)t->pid : 0, .stack = kasan_save_stack(k) };
+
+	memcpy(at, &tr, sizeof(tr));
+}
+
+static void kasan_save_alloc_info(struct kmem_cache *s, void *object)
+{
+	struct kasan_alloc_meta *m = kasan_get_alloc_meta(s, object);
+
+	if (!m)
+		return;
+	memset(m, 0, sizeof(*m));
+	kasan_save_track(s->k, &m->alloc_track);
+}
+
+static void kasan_save_free_info(struct kmem_cache *s, void *object)
+{
+	struct kasan_free_meta *m = kasan_get_free_meta(s, object);
+
+	if (!m)
+		return;
+	kasan_save_track(s->k, &m->free_track);
+	/* the free track is valid while the first granule says so */
+	*kasan_host_to_shadow(s->k, object) = KASAN_SLAB_FREE_META;
+}
+
+/* ---- slab hooks ------------------------------------------------------------------------- */
+void kasan_poison_slab(struct kmem_cache *s, struct slab *sl)
+{
+	struct odb_kernel *k = s->k;
+
+	if (!kasan_enabled(k))
+		return;
+	kasan_poison(k, host_to_virt(k, slab_address(k, sl)), slab_size(sl), KASAN_SLAB_REDZONE);
+}
+
+void kasan_init_slab_obj(struct kmem_cache *s, void *object)
+{
+	struct kasan_alloc_meta *m;
+
+	if (!kasan_enabled(s->k))
+		return;
+	m = kasan_get_alloc_meta(s, object);
+	if (m)
+		memset(m, 0, sizeof(*m));
+}
+
+void kasan_unpoison_new_object(struct kmem_cache *s, void *object)
+{
+	if (kasan_enabled(s->k))
+		kasan_unpoison(s->k, host_to_virt(s->k, object), s->object_size);
+}
+
+void kasan_poison_new_object(struct kmem_cache *s, void *object)
+{
+	if (kasan_enabled(s->k))
+		kasan_poison(s->k, host_to_virt(s->k, object),
+			     ALIGN(s->object_size, KASAN_GRANULE_SIZE), KASAN_SLAB_REDZONE);
+}
+
+void *kasan_slab_alloc(struct kmem_cache *s, void *object, gfp_t flags)
+{
+	struct odb_kernel *k = s->k;
+
+	if (!kasan_enabled(k))
+		return object;
+	if (gfpflags_allow_blocking(flags))
+		kasan_quarantine_reduce(k);
+	if (!object)
+		return NULL;
+	/* the whole object; kmalloc() then poisons precisely */
+	kasan_unpoison(k, host_to_virt(k, object), s->object_size);
+	if (!(s->flags & SLAB_KMALLOC))
+		kasan_save_alloc_info(s, object);
+	return object;
+}
+
+static void poison_kmalloc_redzone(struct kmem_cache *s, void *object, size_t size)
+{
+	struct odb_kernel *k = s->k;
+	odb_addr_t a = host_to_virt(k, object);
+	odb_addr_t rz_start = ALIGN(a + size, (odb_addr_t)KASAN_GRANULE_SIZE);
+	odb_addr_t rz_end = a + ALIGN(s->object_size, KASAN_GRANULE_SIZE);
+
+	kasan_poison_last_granule(k, a, size);
+	if (rz_end > rz_start)
+		kasan_poison(k, rz_start, (size_t)(rz_end - rz_start), KASAN_SLAB_REDZONE);
+	if (s->flags & SLAB_KMALLOC)
+		kasan_save_alloc_info(s, object);
+}
+
+void *kasan_kmalloc(struct kmem_cache *s, void *object, size_t size, gfp_t flags)
+{
+	if (!kasan_enabled(s->k))
+		return object;
+	if (gfpflags_allow_blocking(flags))
+		kasan_quarantine_reduce(s->k);
+	if (!object)
+		return NULL;
+	poison_kmalloc_redzone(s, object, size);
+	return object;
+}
+
+void *kasan_kmalloc_large(struct odb_kernel *k, void *ptr, size_t size, gfp_t flags)
+{
+	odb_addr_t a, rz_start, rz_end;
+	struct page *pg;
+
+	if (!kasan_enabled(k))
+		return ptr;
+	if (gfpflags_allow_blocking(flags))
+		kasan_quarantine_reduce(k);
+	if (!ptr)
+		return NULL;
+	a = host_to_virt(k, ptr);
+	pg = virt_to_head_page(k, a);
+	rz_start = ALIGN(a + size, (odb_addr_t)KASAN_GRANULE_SIZE);
+	rz_end = a + (PAGE_SIZE << pg->order);
+	kasan_poison_last_granule(k, a, size);
+	if (rz_end > rz_start)
+		kasan_poison(k, rz_start, (size_t)(rz_end - rz_start), KASAN_PAGE_REDZONE);
+	return ptr;
+}
+
+void *kasan_krealloc(struct odb_kernel *k, void *object, size_t size, gfp_t flags)
+{
+	struct slab *sl;
+
+	if (!kasan_enabled(k) || !object)
+		return object;
+	kasan_unpoison(k, host_to_virt(k, object), size);
+	sl = virt_to_slab(k, object);
+	if (!sl)
+		return kasan_kmalloc_large(k, object, size, flags);
+	return kasan_kmalloc(sl->slab_cache, object, size, flags);
+}
+
+bool kasan_check_byte(struct odb_kernel *k, const void *addr, unsigned long ip)
+{
+	odb_addr_t a;
+
+	if (!kasan_enabled(k))
+		return true;
+	a = host_to_virt(k, addr);
+	if (!kasan_byte_accessible(k, a)) {
+		kasan_report(k, a, 1, false, ip);
+		return false;
+	}
+	return true;
+}
+
+bool kasan_slab_invalid_free(struct kmem_cache *s, struct slab *sl, void *object,
+			     unsigned long ip)
+{
+	if (!kasan_enabled(s->k))
+		return false;
+	if (nearest_obj(s, sl, object) != object) {
+		kasan_report_invalid_free(s->k, host_to_virt(s->k, object), ip,
+					  KASAN_REPORT_INVALID_FREE);
+		return true;
+	}
+	return false;
+}
+
+bool kasan_slab_free(struct kmem_cache *s, void *object, unsigned long ip)
+{
+	struct odb_kernel *k = s->k;
+	odb_addr_t a;
+
+	if (!kasan_enabled(k))
+		return false;
+	/* SLAB_TYPESAFE_BY_RCU: may be touched after free; no poisoning, no
+	 * double-free check, no quarantine */
+	if (unlikely(s->flags & SLAB_TYPESAFE_BY_RCU))
+		return false;
+	a = host_to_virt(k, object);
+	if (!kasan_byte_accessible(k, a)) {
+		kasan_report_invalid_free(k, a, ip, KASAN_REPORT_DOUBLE_FREE);
+		return true;
+	}
+	kasan_poison(k, a, ALIGN(s->object_size, KASAN_GRANULE_SIZE), KASAN_SLAB_FREE);
+	kasan_save_free_info(s, object);
+	return kasan_quarantine_put(s, object);
+}
+
+bool kasan_kfree_large(struct odb_kernel *k, void *ptr, unsigned long ip)
+{
+	odb_addr_t a;
+
+	if (!kasan_enabled(k))
+		return false;
+	a = host_to_virt(k, ptr);
+	if (a != page_address(k, virt_to_head_page(k, a))) {
+		kasan_report_invalid_free(k, a, ip, KASAN_REPORT_INVALID_FREE);
+		return true;
+	}
+	return false;   /* the page allocator poisons it (KASAN_PAGE_FREE) */
+}
+
+void kasan_cache_shutdown(struct kmem_cache *s)
+{
+	if (!kasan_enabled(s->k))
+		return;
+	if (atomic_load(&s->node.nr_slabs))     /* !__kmem_cache_empty() */
+		kasan_quarantine_remove_cache(s);
 }

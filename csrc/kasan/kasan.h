@@ -1,14 +1,227 @@
 /*
- * Generic KASAN: the hooks the slab and page allocator call (mm/kasan/).
- * Until the KASAN room lands these are no-ops: no shadow, no quarantine.
+ * Generic KASAN (mm/kasan/): shadow memory over the RAM arena, the hooks the
+ * slab and page allocators call, checked accesses, reports, and the
+ * quarantine in both designs (odebug.quarantine=batched|quarter).
+ *
+ * Files: kasan.c (common.c: the allocator hooks, boot, parameters),
+ * generic.c (shadow.c + generic.c: poisoning, the access checks, the public
+ * access API), report.c (report.c + report_generic.c), quarantine.c.
+ *
+ * All state hangs off k->kasan (struct kasan_state).  Shadow byte i covers
+ * arena bytes [8i, 8i+8): shadow(addr) = shadow_base + ((addr - PAGE_OFFSET) >> 3),
+ * the kernel's (addr >> 3) + KASAN_SHADOW_OFFSET with the arena as its memory.
+ * The shadow is its own NORESERVE mapping, never the page allocator's RAM.
  */
 #ifndef ODB_KASAN_KASAN_H
 #define ODB_KASAN_KASAN_H
 
 #include "slab/slab.h"
 
+struct slab;
+struct kmem_cache;
+
+/* ---- constants (spec §1.2, §2.1, §2.2) ---------------------------------------- */
+#define KASAN_SHADOW_SCALE_SHIFT 3
+#define KASAN_GRANULE_SIZE       (1UL << KASAN_SHADOW_SCALE_SHIFT)
+#define KASAN_GRANULE_MASK       (KASAN_GRANULE_SIZE - 1)
+
+#define KASAN_PAGE_FREE         0xFF  /* freed page */
+#define KASAN_PAGE_REDZONE      0xFE  /* redzone of a kmalloc_large allocation */
+#define KASAN_SLAB_REDZONE      0xFC  /* slab redzone, unallocated slab space */
+#define KASAN_SLAB_FREE         0xFB  /* freed slab object */
+#define KASAN_SLAB_FREE_META    0xFA  /* freed object, free meta valid */
+#define KASAN_GLOBAL_REDZONE    0xF9
+#define KASAN_VMALLOC_INVALID   0xF8
+#define KASAN_STACK_LEFT        0xF1
+#define KASAN_STACK_MID         0xF2
+#define KASAN_STACK_RIGHT       0xF3
+#define KASAN_STACK_PARTIAL     0xF4
+#define KASAN_ALLOCA_LEFT       0xCA
+#define KASAN_ALLOCA_RIGHT      0xCB
+
+#define QUARANTINE_PERCPU_SIZE  (1UL << 20)
+#define QUARANTINE_FRACTION     32
+#define QUARANTINE_BATCHES_FOR(nr_cpus) \
+	(1024 > 4 * (unsigned long)(nr_cpus) ? 1024UL : 4 * (unsigned long)(nr_cpus))
+
+#define KASAN_NO_FREE_META      0x7fffffff   /* free_meta_offset: no free meta */
+#define KASAN_TASK_SIZE         0x00007ffffffff000ULL   /* x86-64 TASK_SIZE_MAX */
+
+/* ---- per-object metadata (generic) ----------------------------------------------- *
+ * Both live in the arena (alloc meta after the object, free meta at offset 0 of
+ * the freed object or in the redzone), so they are read/written with memcpy. */
+struct kasan_track {
+	uint32_t pid;
+	uint32_t stack;                 /* depot handle, 0 = none */
+};
+struct qlist_node {
+	odb_addr_t next;                /* arena address of the next node, 0 = end */
+};
+struct kasan_alloc_meta {
+	struct kasan_track alloc_track;
+	uint32_t aux_stack[2];
+};
+struct kasan_free_meta {
+	struct qlist_node quarantine_link;
+	struct kasan_track free_track;
+};
+_Static_assert(sizeof(struct kasan_alloc_meta) == 16, "alloc meta is 16 bytes");
+_Static_assert(sizeof(struct kasan_free_meta) == 16, "free meta is 16 bytes");
+
+/* ---- quarantine ------------------------------------------------------------------- */
+struct qlist_head {
+	struct qlist_node *head;        /* host pointers to links in the arena */
+	struct qlist_node *tail;
+	size_t bytes;
+	bool offline;
+};
+
+enum quarantine_policy { QUARANTINE_BATCHED = 0, QUARANTINE_QUARTER = 1 };
+
+#define KASAN_HIST_BUCKETS 64           /* log2 buckets */
+#define KASAN_TIME_BUCKETS 256          /* 4 sub-buckets per power of two (ns) */
+
+struct quarantine_stats {
+	uint64_t put_calls, put_refused, flushes;
+	uint64_t reduce_calls, reduce_slow, reduce_evicting;
+	uint64_t evicted_objects, evicted_bytes;
+	uint64_t max_evict_bytes, max_evict_objects;
+	uint64_t evict_bytes_hist[KASAN_HIST_BUCKETS];
+	uint64_t evict_objects_hist[KASAN_HIST_BUCKETS];
+	uint64_t free_ns_hist[KASAN_TIME_BUCKETS];
+	uint64_t lock_ns_hist[KASAN_TIME_BUCKETS];
+	uint64_t free_ns_max, lock_ns_max, free_ns_total, lock_ns_total;
+	uint64_t remove_cache_calls, remove_cache_objects;
+	uint64_t in_flight, peak_total;   /* bytes being freed by reducers; peak of all bytes */
+};
+
+struct quarantine {
+	enum quarantine_policy policy;
+	struct qlist_head *cpu_quarantine;     /* [nr_cpu_ids], under each vCPU's irq lock */
+	/* Q-2016 ring */
+	struct qlist_head *global_quarantine;  /* [batches] */
+	unsigned long batches;                 /* QUARANTINE_BATCHES */
+	unsigned long quarantine_head, quarantine_tail;
+	size_t quarantine_size;
+	size_t quarantine_max_size;
+	size_t quarantine_batch_size;
+	/* Q-old: one list; its "quarantine_size" is the maximum */
+	struct qlist_head old_global;
+	size_t old_quarantine_size;
+	raw_spinlock_t quarantine_lock;
+	pthread_rwlock_t remove_cache_srcu;    /* SRCU stand-in: reduce = reader */
+	pthread_mutex_t stats_lock;
+	struct quarantine_stats st;
+};
+
+struct kasan_state {
+	bool enabled;                 /* kasan=on (default) */
+	bool fault_panic;             /* kasan.fault=panic */
+	bool multi_shot;              /* kasan_multi_shot */
+	bool booted;
+	atomic_bool reported;         /* KASAN_BIT_REPORTED */
+	_Atomic uint64_t detections;  /* every bad access / bad free seen */
+	_Atomic uint64_t reports;     /* reports printed */
+	_Atomic uint64_t suppressed;  /* detections not printed (single shot) */
+	uint8_t *shadow;
+	size_t shadow_size;
+	pthread_mutex_t report_lock;  /* report_lock: one report at a time */
+	struct quarantine q;
+	enum quarantine_policy policy_arg;
+};
+
+static inline struct kasan_state *kasan_state(struct odb_kernel *k)
+{
+	return (struct kasan_state *)k->kasan;
+}
+static inline bool kasan_enabled(struct odb_kernel *k)
+{
+	struct kasan_state *ks = kasan_state(k);
+	return ks && ks->enabled && ks->shadow;
+}
+static inline uint8_t *kasan_mem_to_shadow(struct odb_kernel *k, odb_addr_t a)
+{
+	return kasan_state(k)->shadow + ((a - ODB_PAGE_OFFSET) >> KASAN_SHADOW_SCALE_SHIFT);
+}
+static inline uint8_t *kasan_host_to_shadow(struct odb_kernel *k, const void *p)
+{
+	return kasan_state(k)->shadow +
+	       ((size_t)((const char *)p - k->ram) >> KASAN_SHADOW_SCALE_SHIFT);
+}
+
+/* ---- boot (kasan.c) ------------------------------------------------------------------ */
+int kasan_early_init(struct odb_kernel *k);                 /* before the command line */
+int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen);  /* before the slab */
+void kasan_exit(struct odb_kernel *k);
+int kasan_param_on(struct odb_kernel *k, const char *val);
+void kasan_param_on_show(struct odb_kernel *k, char *buf, size_t len);
+int kasan_param_fault(struct odb_kernel *k, const char *val);
+void kasan_param_fault_show(struct odb_kernel *k, char *buf, size_t len);
+int kasan_param_multi_shot(struct odb_kernel *k, const char *val);
+void kasan_param_multi_shot_show(struct odb_kernel *k, char *buf, size_t len);
+int kasan_param_quarantine(struct odb_kernel *k, const char *val);
+void kasan_param_quarantine_show(struct odb_kernel *k, char *buf, size_t len);
+
+/* ---- the allocator hooks (kasan.c): called by slab/ where the kernel calls them ------ */
 /* kasan_cache_create: may append KASAN metadata to the slot (sets
  * s->kasan_* and grows *size). */
 void kasan_cache_create(struct kmem_cache *s, unsigned int *size, slab_flags_t *flags);
+void kasan_poison_slab(struct kmem_cache *s, struct slab *sl);
+void kasan_init_slab_obj(struct kmem_cache *s, void *object);
+void kasan_unpoison_new_object(struct kmem_cache *s, void *object);
+void kasan_poison_new_object(struct kmem_cache *s, void *object);
+/* slab_post_alloc_hook: reduce the quarantine (may block), unpoison, alloc track */
+void *kasan_slab_alloc(struct kmem_cache *s, void *object, gfp_t flags);
+/* kmalloc's own hook: reduce again (may block), exact size, kmalloc redzone */
+void *kasan_kmalloc(struct kmem_cache *s, void *object, size_t size, gfp_t flags);
+void *kasan_kmalloc_large(struct odb_kernel *k, void *ptr, size_t size, gfp_t flags);
+void *kasan_krealloc(struct odb_kernel *k, void *object, size_t new_size, gfp_t flags);
+/* Invalid-free check (pointer not at an object start): true = reported, do
+ * not free.  Called before SLUB looks at the pointer. */
+bool kasan_slab_invalid_free(struct kmem_cache *s, struct slab *sl, void *object,
+			     unsigned long ip);
+/* slab_free_hook: true = KASAN keeps the object (quarantine) or it was a bad
+ * free (reported): the slab must not free it. */
+bool kasan_slab_free(struct kmem_cache *s, void *object, unsigned long ip);
+/* kfree of a large kmalloc: true = invalid free reported, do not free. */
+bool kasan_kfree_large(struct odb_kernel *k, void *ptr, unsigned long ip);
+/* kasan_check_byte: false (after a report) if the byte is not accessible */
+bool kasan_check_byte(struct odb_kernel *k, const void *addr, unsigned long ip);
+/* kmem_cache_destroy: quarantined objects of s go back before shutdown */
+void kasan_cache_shutdown(struct kmem_cache *s);
+
+/* ---- shadow and checks (generic.c) ---------------------------------------------------- */
+void kasan_poison(struct odb_kernel *k, odb_addr_t addr, size_t size, uint8_t value);
+void kasan_unpoison(struct odb_kernel *k, odb_addr_t addr, size_t size);
+void kasan_poison_last_granule(struct odb_kernel *k, odb_addr_t addr, size_t size);
+bool kasan_byte_accessible(struct odb_kernel *k, odb_addr_t addr);
+/* The access check: true if OK; else a report was made (or counted). */
+bool kasan_check_range(struct odb_kernel *k, odb_addr_t addr, size_t size, bool write,
+		       unsigned long ret_ip);
+odb_addr_t kasan_find_first_bad_addr(struct odb_kernel *k, odb_addr_t addr, size_t size);
+
+/* ---- reports (report.c) ------------------------------------------------------------------ */
+enum kasan_report_type { KASAN_REPORT_ACCESS, KASAN_REPORT_INVALID_FREE, KASAN_REPORT_DOUBLE_FREE };
+void kasan_report(struct odb_kernel *k, odb_addr_t addr, size_t size, bool is_write,
+		  unsigned long ip);
+void kasan_report_invalid_free(struct odb_kernel *k, odb_addr_t ptr, unsigned long ip,
+			       enum kasan_report_type type);
+const char *kasan_bug_type(struct odb_kernel *k, odb_addr_t addr, size_t size,
+			   odb_addr_t first_bad);
+/* metadata accessors (report.c uses them) */
+struct kasan_alloc_meta *kasan_get_alloc_meta(struct kmem_cache *s, void *object);
+struct kasan_free_meta *kasan_get_free_meta(struct kmem_cache *s, void *object);
+uint32_t kasan_save_stack(struct odb_kernel *k);
+
+/* ---- quarantine (quarantine.c) ----------------------------------------------------------- */
+int quarantine_init(struct odb_kernel *k);
+void quarantine_exit(struct odb_kernel *k);
+bool kasan_quarantine_put(struct kmem_cache *s, void *object);
+void kasan_quarantine_reduce(struct odb_kernel *k);
+void kasan_quarantine_remove_cache(struct kmem_cache *s);
+/* Q-old names (the "quarter" policy) */
+void quarantine_put(struct kmem_cache *s, void *object);
+void quarantine_reduce(struct odb_kernel *k);
+void quarantine_remove_cache(struct kmem_cache *s);
 
 #endif

@@ -234,21 +234,61 @@ const struct odb_report *odb_last_bug(odb_kernel *k)
 unsigned int odb_nr_cpus(odb_kernel *k) { return k->nr_cpu_ids; }
 unsigned int odb_config_nr_cpus(odb_kernel *k) { return k->config_nr_cpus; }
 
+/* Rebind t (leaving an exclusive hold first). */
+int task_bind_cpu(struct odb_kernel *k, struct odb_task *t, int cpu, int *old)
+{
+	if (cpu < -1 || cpu >= (int)k->nr_cpu_ids)
+		return odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
+			       cpu, k->nr_cpu_ids);
+	if (t->exclusive && t->irq_depth == 1) {
+		odb_fastlock_unlock(&k->cpus[t->irq_cpu].irq_lock);
+		t->irq_depth = 0;
+		t->irq_cpu = -1;
+		t->exclusive = false;
+	}
+	if (t->irq_depth)
+		return odb_err(k, ODB_EBUSY, "cannot migrate with interrupts disabled");
+	if (old)
+		*old = t->cpu;
+	t->cpu = cpu;
+	return ODB_OK;
+}
+
+/* Own vCPU cpu: hold its irq lock for the whole binding, so nested
+ * local_irq_save()s in the fast paths cost no atomic operation. */
+int task_bind_exclusive(struct odb_kernel *k, struct odb_task *t, int cpu)
+{
+	int ret;
+
+	if (cpu < 0 || cpu >= (int)k->nr_cpu_ids)
+		return odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
+			       cpu, k->nr_cpu_ids);
+	ret = task_bind_cpu(k, t, cpu, NULL);
+	if (ret)
+		return ret;
+	odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+	t->irq_depth = 1;
+	t->irq_cpu = cpu;
+	t->exclusive = true;
+	return ODB_OK;
+}
+
 int odb_bind_cpu(odb_kernel *k, int cpu, int *old)
 {
 	struct odb_task *t = odb_enter(k);
 
 	if (!t)
 		return odb_enter_failed(k);
-	if (cpu < -1 || cpu >= (int)k->nr_cpu_ids)
-		return odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
-			       cpu, k->nr_cpu_ids);
-	if (t->irq_depth)
-		return odb_err(k, ODB_EBUSY, "cannot migrate with interrupts disabled");
-	if (old)
-		*old = t->cpu;
-	t->cpu = cpu;
-	return odb_leave(t, ODB_OK);
+	return odb_leave(t, task_bind_cpu(k, t, cpu, old));
+}
+
+int odb_bind_cpu_exclusive(odb_kernel *k, int cpu)
+{
+	struct odb_task *t = odb_enter(k);
+
+	if (!t)
+		return odb_enter_failed(k);
+	return odb_leave(t, task_bind_exclusive(k, t, cpu));
 }
 
 int odb_current_cpu(odb_kernel *k) { return smp_processor_id(k); }

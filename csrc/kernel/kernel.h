@@ -102,6 +102,7 @@ struct odb_task {
 	unsigned int in_work;         /* running a work item */
 	unsigned int depth;           /* nesting of public API calls (callbacks) */
 	unsigned long slab_errors;    /* KUnit-rule error count made by this task */
+	bool exclusive;               /* holds its vCPU's irq lock while bound (odb_bind_cpu_exclusive) */
 };
 
 /* The calling thread's task in k, created on first use (NULL only on OOM). */
@@ -109,6 +110,9 @@ struct odb_task *odb_current(struct odb_kernel *k);
 static inline int smp_processor_id_task(const struct odb_task *t)
 { return t->cpu < 0 ? 0 : t->cpu; }
 int smp_processor_id(struct odb_kernel *k);
+/* Rebind a task (cpu -1: unbound); exclusive: own the vCPU (its irq lock held). */
+int task_bind_cpu(struct odb_kernel *k, struct odb_task *t, int cpu, int *old);
+int task_bind_exclusive(struct odb_kernel *k, struct odb_task *t, int cpu);
 
 /* Public API entry/exit (every exit of an entered call must leave): odb_enter returns NULL when k is closed or the task
  * cannot be made (the caller returns odb_enter_failed(k)); odb_leave turns a pending report under
@@ -230,6 +234,8 @@ uint64_t totalram_pages(struct odb_kernel *k);
 /* Hook for the rooms: runs before a page block is returned to the buddy
  * allocator (debug_check_no_obj_freed, kasan poisoning). */
 typedef void (*odb_page_free_hook)(struct odb_kernel *k, odb_addr_t addr, size_t size);
+/* ... and after a block is taken from it (kasan unpoisoning, post_alloc_hook). */
+typedef void (*odb_page_alloc_hook)(struct odb_kernel *k, odb_addr_t addr, size_t size);
 
 /* ---- fault injection --------------------------------------------------------- */
 struct fault_attr {
@@ -376,6 +382,8 @@ struct odb_kernel {
 	_Atomic uint64_t nr_free_pages;
 	odb_page_free_hook page_free_hooks[4];
 	unsigned int nr_page_free_hooks;
+	odb_page_alloc_hook page_alloc_hooks[4];
+	unsigned int nr_page_alloc_hooks;
 
 	/* fault injection */
 	struct failslab_attr failslab;
@@ -422,6 +430,23 @@ static inline void odb_irq_restore_task(struct odb_kernel *k, struct odb_task *t
 		t->irq_cpu = -1;
 	}
 }
+/* Take another (or this) vCPU's irq lock from code that visits every vCPU
+ * (flush_all-like).  A no-op for the vCPU whose lock the caller holds. */
+static inline bool odb_cpu_lock(struct odb_kernel *k, unsigned int cpu)
+{
+	struct odb_task *t = (struct odb_task *)pthread_getspecific(k->task_key);
+
+	if (t && t->irq_depth && t->irq_cpu == (int)cpu)
+		return false;
+	odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+	return true;
+}
+static inline void odb_cpu_unlock(struct odb_kernel *k, unsigned int cpu, bool taken)
+{
+	if (taken)
+		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+}
+
 static inline uint64_t page_to_pfn(struct odb_kernel *k, const struct page *p)
 {
 	return (uint64_t)(p - k->pages);
@@ -443,5 +468,6 @@ int odb_parse_cmdline(struct odb_kernel *k, const char *cmdline, char *errbuf, s
 void odb_fault_init(struct odb_kernel *k);
 void odb_fault_exit(struct odb_kernel *k);
 void odb_register_page_free_hook(struct odb_kernel *k, odb_page_free_hook fn);
+void odb_register_page_alloc_hook(struct odb_kernel *k, odb_page_alloc_hook fn);
 
 #endif /* ODB_KERNEL_KERNEL_H */

@@ -18,8 +18,8 @@ static void buddy_list_add(struct odb_kernel *k, struct page *p, unsigned int or
 	struct odb_zone *z = &k->zone;
 	uint32_t i = IDX(k, p);
 
-	p->flags = PG_buddy;
-	p->order = order;
+	WRITE_ONCE(p->flags, PG_buddy);
+	WRITE_ONCE(p->order, order);
 	p->buddy_prev = 0;
 	p->buddy_next = z->free_head[order];
 	if (p->buddy_next)
@@ -39,7 +39,7 @@ static void buddy_list_del(struct odb_kernel *k, struct page *p, unsigned int or
 	if (p->buddy_next)
 		PAGE_AT(k, p->buddy_next)->buddy_prev = p->buddy_prev;
 	p->buddy_next = p->buddy_prev = 0;
-	p->flags = 0;
+	WRITE_ONCE(p->flags, 0);
 	z->nr_free[order]--;
 }
 
@@ -105,7 +105,7 @@ struct page *virt_to_head_page(struct odb_kernel *k, odb_addr_t a)
 {
 	struct page *p = virt_to_page(k, a);
 
-	if (p && (p->flags & PG_tail))
+	if (p && (READ_ONCE(p->flags) & PG_tail))
 		p = &k->pages[p->head];
 	return p;
 }
@@ -210,14 +210,16 @@ struct page *alloc_pages(struct odb_kernel *k, unsigned int gfp, unsigned int or
 		return NULL;
 	}
 	atomic_fetch_sub(&k->nr_free_pages, 1ULL << order);
-	p->flags = PG_alloc | (order ? PG_head : 0);
-	p->order = order;
+	WRITE_ONCE(p->flags, PG_alloc | (order ? PG_head : 0));
+	WRITE_ONCE(p->order, order);
 	memset(p->priv, 0, sizeof(p->priv));
 	for (uint32_t i = 1; i < (1u << order); i++) {
-		p[i].flags = PG_tail;
+		WRITE_ONCE(p[i].flags, PG_tail);
 		p[i].head = (uint32_t)(p - k->pages);
 		memset(p[i].priv, 0, sizeof(p[i].priv));
 	}
+	for (unsigned int i = 0; i < k->nr_page_alloc_hooks; i++)
+		k->page_alloc_hooks[i](k, page_address(k, p), PAGE_SIZE << order);
 	if (gfp & ODB_GFP_ZERO)
 		memset(virt_to_host(k, page_address(k, p)), 0, PAGE_SIZE << order);
 	return p;
@@ -232,7 +234,7 @@ void __free_pages(struct odb_kernel *k, struct page *page, unsigned int order)
 	for (unsigned int i = 0; i < k->nr_page_free_hooks; i++)
 		k->page_free_hooks[i](k, addr, PAGE_SIZE << order);
 	for (uint32_t i = 0; i < (1u << order); i++)
-		page[i].flags = 0;
+		WRITE_ONCE(page[i].flags, 0);
 	atomic_fetch_add(&k->nr_free_pages, 1ULL << order);
 	spin_lock(&z->lock);
 	while (order < MAX_PAGE_ORDER) {
@@ -242,7 +244,8 @@ void __free_pages(struct odb_kernel *k, struct page *page, unsigned int order)
 		if (bpfn + (1ULL << order) > k->nr_pages)
 			break;
 		b = &k->pages[bpfn];
-		if (!(b->flags & PG_buddy) || b->order != order)
+		/* the buddy may be another thread's page: its flags change under us */
+		if (!(READ_ONCE(b->flags) & PG_buddy) || READ_ONCE(b->order) != order)
 			break;
 		buddy_list_del(k, b, order);
 		pfn &= bpfn;
@@ -256,6 +259,12 @@ void odb_register_page_free_hook(struct odb_kernel *k, odb_page_free_hook fn)
 {
 	if (k->nr_page_free_hooks < ARRAY_SIZE(k->page_free_hooks))
 		k->page_free_hooks[k->nr_page_free_hooks++] = fn;
+}
+
+void odb_register_page_alloc_hook(struct odb_kernel *k, odb_page_alloc_hook fn)
+{
+	if (k->nr_page_alloc_hooks < ARRAY_SIZE(k->page_alloc_hooks))
+		k->page_alloc_hooks[k->nr_page_alloc_hooks++] = fn;
 }
 
 /* ---- public API ----------------------------------------------------------------- */

@@ -25,6 +25,19 @@ void odb_slub_path_show(struct odb_kernel *k, char *buf, size_t len);
 	{ "slub_debug", odb_slub_debug_param, odb_slub_debug_show }, \
 	{ "slab_debug", odb_slub_debug_param, odb_slub_debug_show }, \
 	{ "odebug.slub_path", odb_slub_path_param, odb_slub_path_show },
-#define ODB_ROOM_PARAMS ODB_SLAB_PARAMS ODB_DEBUGOBJECTS_PARAMS
+int kasan_param_on(struct odb_kernel *k, const char *val);
+void kasan_param_on_show(struct odb_kernel *k, char *buf, size_t len);
+int kasan_param_fault(struct odb_kernel *k, const char *val);
+void kasan_param_fault_show(struct odb_kernel *k, char *buf, size_t len);
+int kasan_param_multi_shot(struct odb_kernel *k, const char *val);
+void kasan_param_multi_shot_show(struct odb_kernel *k, char *buf, size_t len);
+int kasan_param_quarantine(struct odb_kernel *k, const char *val);
+void kasan_param_quarantine_show(struct odb_kernel *k, char *buf, size_t len);
+#define ODB_KASAN_PARAMS \
+	{ "kasan", kasan_param_on, kasan_param_on_show }, \
+	{ "kasan.fault", kasan_param_fault, kasan_param_fault_show }, \
+	{ "kasan_multi_shot", kasan_param_multi_shot, kasan_param_multi_shot_show }, \
+	{ "odebug.quarantine", kasan_param_quarantine, kasan_param_quarantine_show },
+#define ODB_ROOM_PARAMS ODB_SLAB_PARAMS ODB_DEBUGOBJECTS_PARAMS ODB_KASAN_PARAMS
 
 #endif

@@ -13,6 +13,7 @@
 #include "kernel/rooms.h"
 #include "slab/slab.h"
 #include "debugobjects/debugobjects.h"
+#include "kasan/kasan.h"
 
 int odb_slab_early_init(struct odb_kernel *k);
 
@@ -20,6 +21,8 @@ int odb_slab_early_init(struct odb_kernel *k);
  * write into (slub_debug=, odebug.slub_path=, ...). */
 int odb_rooms_early_init(struct odb_kernel *k)
 {
+	if (kasan_early_init(k))
+		return -1;
 	return odb_slab_early_init(k);
 }
 
@@ -28,6 +31,9 @@ int odb_rooms_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	int ret;
 
 	ret = debug_objects_early_init(k, errbuf, errlen);
+	if (ret)
+		return ret;
+	ret = kasan_init(k, errbuf, errlen);      /* shadow + quarantine before the slab */
 	if (ret)
 		return ret;
 	ret = odb_slab_init(k, errbuf, errlen);
@@ -40,4 +46,5 @@ void odb_rooms_exit(struct odb_kernel *k)
 {
 	debug_objects_exit(k);
 	odb_slab_exit(k);
+	kasan_exit(k);                 /* after the slab: its page frees poison the shadow */
 }

@@ -192,6 +192,35 @@ static PyObject *py_kfree(PyObject *m, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+static PyObject *py_kfree_rcu(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long a;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true)))
+		return NULL;
+	ret = odb_kfree_rcu(ko->k, a);
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_rcu_barrier(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, true);
+
+	if (!ko)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	odb_rcu_barrier(ko->k);
+	Py_END_ALLOW_THREADS
+	Py_RETURN_NONE;
+}
+
 static PyObject *py_ksize(PyObject *m, PyObject *args)
 {
 	PyObject *kobj;
@@ -566,16 +595,17 @@ static PyObject *Cache_bench_pairs(CacheObject *c, PyObject *args)
 {
 	unsigned long long n;
 	unsigned int batch = 1;
+	int exclusive = 0;
 	uint64_t ns;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "K|I", &n, &batch))
+	if (!PyArg_ParseTuple(args, "K|Ip", &n, &batch, &exclusive))
 		return NULL;
 	CACHE_READY(c);
 	if (c->ctor)
 		return PyErr_SetString(cache_state(c)->StateError, "bench: not on a cache with a Python ctor"), NULL;
 	Py_BEGIN_ALLOW_THREADS
-	ret = odb_bench_slab_pairs(c->kernel->k, c->s, n, batch, &ns);
+	ret = odb_bench_slab_pairs(c->kernel->k, c->s, n, batch, exclusive, &ns);
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(c->kernel, ret);
@@ -600,6 +630,32 @@ static PyObject *py_bench_malloc(PyObject *m, PyObject *args)
 	if (ret)
 		return PyErr_SetString(PyExc_ValueError, "bench: batch must be 1..4096"), NULL;
 	return PyLong_FromUnsignedLongLong(ns);
+}
+
+static PyObject *py_hackbench(PyObject *m, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "kernel", "groups", "fds", "loops", "msg_size", "queue_depth",
+				  "processes", NULL };
+	PyObject *kobj;
+	struct odb_hackbench_cfg cfg = { 10, 20, 100, 100, 0, true };
+	struct odb_hackbench_result r;
+	int processes = 1, ret;
+	KernelObject *ko;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|IIIIIp", kwlist, &kobj, &cfg.groups, &cfg.fds,
+					 &cfg.loops, &cfg.msg_size, &cfg.queue_depth, &processes))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true)))
+		return NULL;
+	cfg.processes = processes;
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_hackbench(ko->k, &cfg, &r);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(ko, ret);
+	return Py_BuildValue("{s:K,s:K,s:K}", "elapsed_ns", (unsigned long long)r.elapsed_ns,
+			     "messages", (unsigned long long)r.messages,
+			     "alloc_failures", (unsigned long long)r.alloc_failures);
 }
 
 static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL); }
@@ -689,6 +745,8 @@ static PyMethodDef slab_functions[] = {
 	{ "kmalloc", py_kmalloc, METH_VARARGS, NULL },
 	{ "kfree", py_kfree, METH_VARARGS, NULL },
 	{ "ksize", py_ksize, METH_VARARGS, NULL },
+	{ "kfree_rcu", py_kfree_rcu, METH_VARARGS, NULL },
+	{ "rcu_barrier", py_rcu_barrier, METH_O, NULL },
 	{ "krealloc", py_krealloc, METH_VARARGS, NULL },
 	{ "slabinfo_text", py_slabinfo_text, METH_O, NULL },
 	{ "slab_flags_parse", py_slab_flags_parse, METH_VARARGS, NULL },
@@ -697,6 +755,7 @@ static PyMethodDef slab_functions[] = {
 	{ "slub_stat_names", py_stat_names, METH_NOARGS, NULL },
 	{ "slab_errors", py_slab_errors, METH_O, NULL },
 	{ "bench_malloc_pairs", py_bench_malloc, METH_VARARGS, NULL },
+	{ "hackbench", (PyCFunction)(void (*)(void))py_hackbench, METH_VARARGS | METH_KEYWORDS, NULL },
 	{ NULL }
 };
 

@@ -8,12 +8,12 @@
 #include "slab/slub.h"
 
 int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int batch,
-			 uint64_t *elapsed_ns)
+			 bool exclusive, uint64_t *elapsed_ns)
 {
 	struct odb_task *t = odb_enter(k);
 	void **live;
 	uint64_t t0, done = 0;
-	int ret = ODB_OK;
+	int ret = ODB_OK, old_cpu = -1;
 
 	if (!t)
 		return odb_enter_failed(k);
@@ -23,6 +23,14 @@ int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int b
 	live = calloc(batch, sizeof(*live));
 	if (!live)
 		return odb_leave(t, ODB_ENOMEM);
+	if (exclusive) {
+		old_cpu = t->cpu;
+		ret = task_bind_exclusive(k, t, smp_processor_id_task(t));
+		if (ret) {
+			free(live);
+			return odb_leave(t, ret);
+		}
+	}
 	t0 = odb_host_ns();
 	while (done < n) {
 		unsigned int b = (unsigned int)(n - done < batch ? n - done : batch), i;
@@ -41,6 +49,8 @@ int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int b
 		done += b;
 	}
 	*elapsed_ns = odb_host_ns() - t0;
+	if (exclusive)
+		task_bind_cpu(k, t, old_cpu, NULL);   /* drop the exclusive hold */
 	free(live);
 	return odb_leave(t, ret);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "slab/slub.h"
+#include "kasan/kasan.h"
 
 #define ENTER(k) struct odb_task *t_ = odb_enter(k); if (!t_) return odb_enter_failed(k)
 #define LEAVE(r) return odb_leave(t_, (r))
@@ -149,6 +150,7 @@ int odb_kmem_cache_kmalloc(odb_kernel *k, odb_cache *s, size_t size, unsigned in
 		LEAVE(odb_err(k, ODB_EINVAL, "kmalloc size %zu does not fit cache %s (1..%u)", size,
 			      s->name, s->object_size));
 	p = slab_alloc_public(s, gfp, (unsigned long)__builtin_return_address(0), (unsigned int)size);
+	p = kasan_kmalloc(s, p, size, gfp);   /* kmalloc's own KASAN hook */
 	if (!p)
 		LEAVE(odb_err(k, ODB_ENOMEM, "kmalloc(%zu) from %s failed", size, s->name));
 	*out = host_to_virt(k, p);

@@ -112,7 +112,7 @@ struct slab *virt_to_slab(struct odb_kernel *k, const void *x)
 	if (p < k->ram || p >= k->ram + k->ram_bytes)
 		return NULL;
 	pg = virt_to_head_page(k, host_to_virt(k, p));
-	if (!pg || !(pg->flags & PG_slab))
+	if (!pg || !(READ_ONCE(pg->flags) & PG_slab))
 		return NULL;
 	return page_slab(pg);
 }
@@ -266,7 +266,7 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 		if (!pg)
 			return NULL;
 	}
-	pg->flags |= PG_slab;
+	__atomic_fetch_or(&pg->flags, PG_slab, __ATOMIC_RELAXED);
 	sl = page_slab(pg);
 	memset(sl, 0, sizeof(*sl));
 	INIT_LIST_HEAD(&sl->slab_list);
@@ -275,14 +275,20 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 	atomic_init(&sl->lock, 0);
 	start = slab_address(k, sl);
 	setup_slab_debug(s, sl, start);
+	kasan_poison_slab(s, sl);
 	/* Build the freelist in address order. */
 	for (unsigned int i = 0; i < objects; i++) {
 		p = start + (size_t)i * s->size + s->red_left_pad;
 		setup_object_debug(s, p);
+		kasan_init_slab_obj(s, p);
+		if (cache_has_ctor(s))
+			kasan_unpoison_new_object(s, p);
 		if (s->ctor)
 			s->ctor(p);
 		else if (s->pctor)
 			s->pctor(k, host_to_virt(k, p), s->pctor_ctx);
+		if (cache_has_ctor(s))
+			kasan_poison_new_object(s, p);
 		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
 	}
 	slab_set(sl, start + s->red_left_pad, SLAB_COUNTERS(objects, objects, 1));
@@ -308,7 +314,7 @@ static void __free_slab(struct kmem_cache *s, struct slab *sl)
 	}
 	atomic_fetch_sub(&s->node.nr_slabs, 1);
 	atomic_fetch_sub(&s->node.total_objects, SLAB_OBJECTS(sl->counters));
-	pg->flags &= ~PG_slab;
+	__atomic_fetch_and(&pg->flags, ~PG_slab, __ATOMIC_RELAXED);
 	memset(sl, 0, sizeof(*sl));
 	__free_pages(k, pg, order);
 }
@@ -576,11 +582,12 @@ void flush_all(struct kmem_cache *s)
 	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 
-		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+		bool taken = odb_cpu_lock(k, cpu);
+
 		if (c->slab)
 			flush_slab(s, c, (int)cpu);
 		unfreeze_partials(s, c, (int)cpu);
-		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+		odb_cpu_unlock(k, cpu, taken);
 	}
 }
 
@@ -704,7 +711,7 @@ static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, uns
 	odb_irq_restore_task(k, t, flags);
 	if (unlikely(gfp & __GFP_ZERO) && object)
 		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
-	return object;
+	return kasan_slab_alloc(s, object, gfp);   /* slab_post_alloc_hook */
 }
 
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
@@ -809,12 +816,13 @@ void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 	odb_irq_restore_task(k, t, flags);
 }
 
-/* slab_free_hook: debugobjects' range check (kasan hooks arrive with KASAN). */
+/* slab_free_hook: debugobjects' range check, then KASAN (false: KASAN keeps
+ * the object in its quarantine, or reported a double free). */
 static bool slab_free_hook(struct kmem_cache *s, void *x)
 {
 	if (!(s->flags & SLAB_DEBUG_OBJECTS))
 		debug_check_no_obj_freed(s->k, x, s->object_size);
-	return true;
+	return !kasan_slab_free(s, x, (unsigned long)__builtin_return_address(0));
 }
 
 /*
@@ -840,6 +848,9 @@ static struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, vo
 		*sp = s = sl->slab_cache;   /* modern cache_from_obj: free into the object's cache */
 	}
 	s = *sp = sl->slab_cache;
+	/* KASAN's invalid-free check comes first (from its free hook) */
+	if (kasan_slab_invalid_free(s, sl, x, (unsigned long)__builtin_return_address(0)))
+		return NULL;
 	if (!check_valid_pointer(s, sl, x)) {
 		slab_err(s, sl, "Invalid object pointer", "Invalid object pointer 0x%llx",
 			 (unsigned long long)host_to_virt(k, x));
@@ -892,10 +903,10 @@ static void *kmalloc_large(struct odb_kernel *k, size_t size, gfp_t gfp)
 	struct page *pg = alloc_pages(k, gfp, get_order(size));
 
 	if (!pg)
-		return NULL;
-	pg->flags |= PG_reserved;   /* marks a large kmalloc block (PageLargeKmalloc) */
+		return kasan_kmalloc_large(k, NULL, size, gfp);
+	__atomic_fetch_or(&pg->flags, PG_reserved, __ATOMIC_RELAXED);   /* marks a large kmalloc block (PageLargeKmalloc) */
 	pg->priv[0] = size;
-	return virt_to_host(k, page_address(k, pg));
+	return kasan_kmalloc_large(k, virt_to_host(k, page_address(k, pg)), size, gfp);
 }
 
 void *kmalloc(struct odb_kernel *k, size_t size, gfp_t gfp)
@@ -910,7 +921,8 @@ void *kmalloc(struct odb_kernel *k, size_t size, gfp_t gfp)
 	if (!size)
 		return NULL;   /* ZERO_SIZE_PTR is handled by the public API */
 	s = kmalloc_slab(k, size);
-	return slab_alloc(s, gfp, (unsigned long)__builtin_return_address(0), (unsigned int)size);
+	return kasan_kmalloc(s, slab_alloc(s, gfp, (unsigned long)__builtin_return_address(0),
+					   (unsigned int)size), size, gfp);
 }
 
 void kfree(struct odb_kernel *k, const void *x)
@@ -926,8 +938,11 @@ void kfree(struct odb_kernel *k, const void *x)
 		pg = virt_to_head_page(k, host_to_virt(k, x));
 		if (!(pg->flags & PG_slab)) {
 			if ((pg->flags & PG_reserved) && (pg->flags & PG_alloc) &&
+			    kasan_kfree_large(k, obj, (unsigned long)__builtin_return_address(0)))
+				return;   /* KASAN: invalid-free reported, nothing freed */
+			if ((pg->flags & PG_reserved) && (pg->flags & PG_alloc) &&
 			    virt_to_host(k, page_address(k, pg)) == x) {
-				pg->flags &= ~PG_reserved;
+				__atomic_fetch_and(&pg->flags, ~PG_reserved, __ATOMIC_RELAXED);
 				__free_pages(k, pg, pg->order);   /* page-free hooks run there */
 				return;
 			}
@@ -960,6 +975,9 @@ size_t ksize(struct odb_kernel *k, const void *x)
 
 	if (!x || (const char *)x < k->ram || (const char *)x >= k->ram + k->ram_bytes)
 		return 0;
+	/* modern ksize: a bad pointer gives 0 (after the report); no unpoisoning */
+	if (!kasan_check_byte(k, x, (unsigned long)__builtin_return_address(0)))
+		return 0;
 	pg = virt_to_head_page(k, host_to_virt(k, x));
 	if (!(pg->flags & PG_slab))
 		return (pg->flags & PG_reserved) ? PAGE_SIZE << pg->order : 0;
@@ -978,6 +996,9 @@ void *krealloc(struct odb_kernel *k, const void *p, size_t new_size, gfp_t gfp)
 		return NULL;
 	}
 	if (p) {
+		/* a freed pointer is caught first and gives NULL */
+		if (!kasan_check_byte(k, p, (unsigned long)__builtin_return_address(0)))
+			return NULL;
 		sl = virt_to_slab(k, p);
 		if (sl) {
 			s = sl->slab_cache;
@@ -1001,7 +1022,7 @@ void *krealloc(struct odb_kernel *k, const void *p, size_t new_size, gfp_t gfp)
 			if ((s->flags & SLAB_RED_ZONE) && new_size < ks)
 				memset((char *)p + new_size, SLUB_RED_ACTIVE, ks - new_size);
 		}
-		return (void *)p;
+		return kasan_krealloc(k, (void *)p, new_size, gfp);   /* repoison precisely */
 	}
 alloc_new:
 	ret = kmalloc(k, new_size, gfp);
@@ -1221,9 +1242,11 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 
 	if (!s)
 		return;
+	kvfree_rcu_barrier(k);      /* v6.12+: pending kfree_rcu()s first */
 	mutex_lock(&slab_state(k)->slab_mutex);
 	list_del(&s->list);
 	mutex_unlock(&slab_state(k)->slab_mutex);
+	kasan_cache_shutdown(s);          /* quarantined objects go back first */
 	err = kmem_cache_shutdown(s);
 	if (err) {
 		/* kernel: "kmem_cache_destroy %s: Slab cache still has objects" and the
@@ -1279,6 +1302,11 @@ int odb_slab_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	struct odb_slab_state *ss = slab_state(k);
 	char name[32];
 
+	if (odb_rcu_init(k)) {
+		snprintf(errbuf, errlen, "kmem_cache_init: out of memory");
+		return ODB_ENOMEM;
+	}
+
 	for (unsigned int i = KMALLOC_SHIFT_LOW; i <= KMALLOC_SHIFT_HIGH; i++) {
 		unsigned int idxs[3] = { i, 0, 0 }, n = 1;
 		if (i == 6) { idxs[n++] = 1; }     /* kmalloc-96 after kmalloc-64 */
@@ -1304,6 +1332,7 @@ void odb_slab_exit(struct odb_kernel *k)
 
 	if (!ss)
 		return;
+	odb_rcu_exit(k);
 	list_for_each_safe(pos, n, &ss->slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 		list_del(&s->list);

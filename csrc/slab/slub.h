@@ -121,6 +121,7 @@ struct odb_slab_state {
 	size_t nblocks;
 	char *slub_debug_str;
 	enum slub_path path;
+	struct odb_rcu *rcu;                /* kvfree_rcu (rcu.c) */
 };
 
 static inline struct odb_slab_state *slab_state(struct odb_kernel *k)
@@ -200,6 +201,12 @@ struct kmem_cache *__kmem_cache_create(struct odb_kernel *k, const char *name, u
 struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name);
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size);
 
+/* kvfree_rcu (rcu.c) */
+int odb_rcu_init(struct odb_kernel *k);
+void odb_rcu_exit(struct odb_kernel *k);
+int kvfree_rcu(struct odb_kernel *k, void *obj);
+void kvfree_rcu_barrier(struct odb_kernel *k);
+
 /* ---- slub_debug (slub_debug.c) --------------------------------------------- */
 #define SLUB_RED_INACTIVE 0xbb
 #define SLUB_RED_ACTIVE   0xcc
@@ -249,6 +256,9 @@ void slab_add_kunit_errors(struct odb_kernel *k);
 /* allocator pieces slub_debug.c uses */
 void flush_all(struct kmem_cache *s);
 void discard_slab(struct kmem_cache *s, struct slab *sl);
+/* the free path after the hooks (the quarantine frees through it) */
+void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
+		  unsigned long addr);
 odb_addr_t slab_virt(struct kmem_cache *s, const void *p);
 
 #endif /* ODB_SLAB_SLUB_H */

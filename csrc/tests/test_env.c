@@ -292,6 +292,48 @@ static void test_irq_per_cpu(void)
 	odb_kernel_destroy(k);
 }
 
+struct excl_arg { odb_kernel *k; atomic_int *stage; };
+
+static void *excl_other(void *p)
+{
+	struct excl_arg *a = p;
+	unsigned long f;
+
+	odb_bind_cpu(a->k, 0, NULL);
+	atomic_store(a->stage, 1);
+	local_irq_save(a->k, f);          /* waits for the exclusive owner */
+	atomic_store(a->stage, 2);
+	local_irq_restore(a->k, f);
+	return NULL;
+}
+
+static void test_exclusive_binding(void)
+{
+	odb_kernel *k = boot("", ODB_CLOCK_VIRTUAL, 2, 8 << 20);
+	atomic_int stage = 0;
+	struct excl_arg a = { k, &stage };
+	unsigned long f;
+	pthread_t th;
+
+	if (!k)
+		return;
+	CHECK(odb_bind_cpu_exclusive(k, 2) == ODB_EINVAL);
+	CHECK(odb_bind_cpu_exclusive(k, 0) == ODB_OK);
+	CHECK(odb_current_cpu(k) == 0);
+	local_irq_save(k, f);             /* nested in the hold: no lock taken */
+	local_irq_restore(k, f);
+	pthread_create(&th, NULL, excl_other, &a);
+	while (atomic_load(&stage) == 0)
+		usleep(1000);
+	usleep(20000);
+	CHECK(atomic_load(&stage) == 1);  /* still waiting: the vCPU is owned */
+	CHECK(odb_bind_cpu(k, 1, NULL) == ODB_OK);   /* leave vCPU 0 */
+	pthread_join(th, NULL);
+	CHECK(atomic_load(&stage) == 2);
+	CHECK(odb_current_cpu(k) == 1);
+	odb_kernel_destroy(k);
+}
+
 static __attribute__((noinline)) uint32_t save_here(odb_kernel *k)
 {
 	uint32_t h = odb_stack_save(k, 0);
@@ -356,6 +398,7 @@ int main(void)
 	test_fault();
 	test_irq_per_cpu();
 	test_depot_and_reports();
+	test_exclusive_binding();
 	test_many_kernels();
 	printf("%d passed, %d failed\n", checks - failures, failures);
 	return failures != 0;

@@ -116,6 +116,11 @@ ODB_API unsigned int odb_config_nr_cpus(odb_kernel *k);  /* CONFIG_NR_CPUS */
  * previous binding (-1 when unbound).  ODB_EINVAL for a bad cpu, ODB_EBUSY if
  * the thread has interrupts "disabled" on its vCPU. */
 ODB_API int odb_bind_cpu(odb_kernel *k, int cpu, int *old);
+/* Bind exclusively: the thread then owns vCPU cpu as a CPU runs one task, and
+ * the per-vCPU lock is held for the whole binding, so the fast paths take no
+ * atomic operation.  Other threads acting on that vCPU (including visits of
+ * every vCPU such as validate) wait until the owner unbinds (odb_bind_cpu). */
+ODB_API int odb_bind_cpu_exclusive(odb_kernel *k, int cpu);
 /* smp_processor_id() of the calling thread. */
 ODB_API int odb_current_cpu(odb_kernel *k);
 /* The calling thread's task id (pid) in k; assigned on first use from 1. */
@@ -309,6 +314,10 @@ ODB_API int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, cons
 ODB_API int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
 ODB_API int odb_kfree(odb_kernel *k, odb_addr_t x);
 ODB_API int odb_ksize(odb_kernel *k, odb_addr_t x, size_t *out);
+/* kfree_rcu: freed after a grace period (one jiffy of the kernel's clock). */
+ODB_API int odb_kfree_rcu(odb_kernel *k, odb_addr_t x);
+/* rcu_barrier / kvfree_rcu_barrier: run the pending kfree_rcu frees now. */
+ODB_API void odb_rcu_barrier(odb_kernel *k);
 ODB_API int odb_krealloc(odb_kernel *k, odb_addr_t p, size_t new_size, unsigned int gfp,
 			 odb_addr_t *out);
 /* The calling thread's running count of slab errors under the KUnit rule
@@ -342,12 +351,125 @@ ODB_API char *odb_slabinfo_text(odb_kernel *k);
  * the object start, ODB_ENOENT if not a slab address. */
 ODB_API int odb_slab_object(odb_kernel *k, odb_addr_t a, odb_cache **s, odb_addr_t *object);
 
+/* ---- scenario drivers (csrc/scenarios/, pthreads bound to vCPUs) ------------- */
+struct odb_hackbench_cfg {
+	unsigned int groups;          /* -g */
+	unsigned int fds;             /* -f: senders and receivers per group */
+	unsigned int loops;           /* -l: messages per sender and receiver */
+	unsigned int msg_size;        /* -s (bytes) */
+	unsigned int queue_depth;     /* messages a receiver's queue holds (0: 64) */
+	bool processes;               /* -P naming (threads either way) */
+};
+struct odb_hackbench_result {
+	uint64_t elapsed_ns;
+	uint64_t messages;
+	uint64_t alloc_failures;
+};
+/* hackbench: 2 * groups * fds threads; each message is an skbuff_head_cache
+ * object plus kmalloc(msg_size + 320), allocated by the sender on its vCPU and
+ * freed by the receiver on another. */
+ODB_API int odb_hackbench(odb_kernel *k, const struct odb_hackbench_cfg *cfg,
+			  struct odb_hackbench_result *out);
+
 /* ---- microbenchmarks (C loops, nothing else in the timed region) -------------- */
-/* n alloc+free pairs on s, in batches of `batch` live objects (1 = pairs). */
+/* n alloc+free pairs on s, in batches of `batch` live objects (1 = pairs);
+ * exclusive: the loop owns its vCPU (odb_bind_cpu_exclusive) meanwhile. */
 ODB_API int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int batch,
-				 uint64_t *elapsed_ns);
+				 bool exclusive, uint64_t *elapsed_ns);
 /* The same loop on glibc malloc/free of size bytes. */
 ODB_API int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, uint64_t *elapsed_ns);
+
+/* ---- KASAN (generic mode: shadow, checked accesses, quarantine) ----------------
+ * On by default (kasan=off disables it).  A bad access is reported as the
+ * kernel does ("BUG: KASAN: <type> ..."), once per boot unless
+ * kasan_multi_shot; every detection is counted.  Accesses through
+ * odb_kasan_read/write are one access of n bytes each: inside the arena a bad
+ * one is reported and then performed (allocator metadata inside slab slots is
+ * restored afterwards); outside the arena it is reported and never performed
+ * (a read gives zeros).  memset/memcpy/memmove follow mm/kasan/shadow.c: the
+ * range is checked and the operation is skipped when the check fails.  With
+ * kasan=off the accesses are unchecked, and outside the arena ODB_EFAULT.
+ * Under kasan.fault=panic (or panic_on_warn without multi-shot) the call
+ * returns ODB_EBUG after the report. */
+ODB_API bool odb_kasan_enabled(odb_kernel *k);
+ODB_API int odb_kasan_check_read(odb_kernel *k, odb_addr_t addr, size_t size);
+ODB_API int odb_kasan_check_write(odb_kernel *k, odb_addr_t addr, size_t size);
+/* kasan_check_byte(): *ok false (after a report) if the byte is not accessible */
+ODB_API int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok);
+ODB_API int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n);
+ODB_API int odb_kasan_write(odb_kernel *k, odb_addr_t addr, const void *buf, size_t n);
+ODB_API int odb_kasan_memset(odb_kernel *k, odb_addr_t addr, int c, size_t n);
+ODB_API int odb_kasan_memcpy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n);
+ODB_API int odb_kasan_memmove(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n);
+/* The shadow bytes of the granules covering [addr, addr+n): out needs
+ * n/8 + 2 bytes; *count gets how many were written.  ODB_ESTATE if KASAN is off. */
+ODB_API int odb_kasan_shadow(odb_kernel *k, odb_addr_t addr, size_t n, uint8_t *out, size_t *count);
+struct odb_kasan_counters {
+	bool enabled, multi_shot, fault_panic;
+	uint64_t detections;        /* every bad access / bad free */
+	uint64_t reports;           /* reports printed */
+	uint64_t suppressed;        /* detections after the first without kasan_multi_shot */
+};
+ODB_API int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out);
+
+/* The quarantine's sizing for a machine, without a kernel: totalram / 32 minus
+ * 1 MiB per online CPU (clamped at 0), batches = max(1024, 4 * CONFIG_NR_CPUS),
+ * batch = max(1 MiB, 2 * total / batches); slots_used = max_size / batch_size.
+ * old_*: the pre-2016 "quarter" policy (no clamp; low water = 3/4 of max). */
+struct odb_quarantine_geometry {
+	uint64_t total_size, percpu_reserve, max_size, batch_size, batches, slots_used;
+	uint64_t old_max_size, old_low_size, old_reduce_bytes;
+};
+ODB_API int odb_quarantine_geometry(uint64_t ram, unsigned int cpus, unsigned int nr_cpus,
+				    struct odb_quarantine_geometry *out);
+
+#define ODB_QHIST 64
+struct odb_quarantine_stats {
+	int policy;                   /* 0 batched (2016), 1 quarter (old) */
+	uint64_t size;                /* quarantine_size (batched) / global bytes (quarter) */
+	uint64_t max_size, batch_size, batches, head, tail;
+	uint64_t slots_used;          /* non-empty ring slots */
+	uint64_t ring_bytes;          /* sum of the slots' bytes (size may overstate it) */
+	uint64_t percpu_total;        /* bytes in per-CPU lists */
+	uint64_t put_calls, put_refused, flushes;
+	uint64_t reduce_calls, reduce_slow, reduce_evicting;
+	uint64_t evicted_objects, evicted_bytes, max_evict_bytes, max_evict_objects;
+	/* [0]: 0; [i]: values in [2^(i-1), 2^i) */
+	uint64_t evict_bytes_hist[ODB_QHIST], evict_objects_hist[ODB_QHIST];
+	uint64_t free_ns_max, free_ns_p50, free_ns_p99, free_ns_total;   /* per evicting reduce */
+	uint64_t lock_ns_max, lock_ns_p50, lock_ns_p99, lock_ns_total;   /* quarantine_lock holds */
+	uint64_t remove_cache_calls, remove_cache_objects;
+	uint64_t in_flight;           /* bytes being freed by reducers now */
+	uint64_t peak_total;          /* peak of ring + per-CPU + in-flight bytes */
+};
+/* percpu (may be NULL) gets odb_nr_cpus(k) per-vCPU byte counts.  ODB_ESTATE if KASAN is off. */
+ODB_API int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out,
+				       uint64_t *percpu);
+/* One quarantine reduce, as a blocking allocation runs it. */
+ODB_API int odb_kasan_quarantine_reduce(odb_kernel *k);
+/* Give every quarantined object back to its slab (kasan_quarantine_remove_cache
+ * on every cache: quarantine_size is not lowered, as in the kernel). */
+ODB_API int odb_kasan_quarantine_drain(odb_kernel *k);
+/* CPU hotplug of the quarantine: offline frees the vCPU's list and makes its
+ * puts refuse (objects are freed at once) until it comes back online. */
+ODB_API int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline);
+
+/* ---- scenario: quarantine storm (kmalloc/kfree churn that keeps the quarantine
+ * full), on `threads` pthreads (vCPU i each), timing every call. */
+struct odb_quarantine_storm {
+	uint64_t ops_per_thread;      /* kmalloc+kfree pairs per thread */
+	unsigned int threads;         /* 1..nr_cpus */
+	unsigned int live;            /* objects each thread keeps live (ring of this many) */
+	size_t min_size, max_size;    /* kmalloc sizes, uniform */
+	uint64_t seed;
+};
+struct odb_quarantine_storm_result {
+	uint64_t elapsed_ns, ops;
+	uint64_t alloc_p50, alloc_p99, alloc_max;   /* ns per kmalloc */
+	uint64_t free_p50, free_p99, free_max;      /* ns per kfree */
+};
+ODB_API int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
+				 struct odb_quarantine_storm_result *out);
 
 /* ---- debug objects (lib/debugobjects.c, the v5.3 design) ----------------------
  * Lifetime tracking of objects by address: a tracker per address in a

@@ -1,0 +1,414 @@
+/*
+ * Generic KASAN: the shadow (mm/kasan/shadow.c) and the access checks
+ * (mm/kasan/generic.c), plus the public checked-access API.
+ *
+ * Shadow encoding: 0 = all 8 bytes accessible, 1..7 = that many leading bytes,
+ * negative (0x80..0xFF as s8) = poisoned with a reason (kasan.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kasan/kasan.h"
+#include "slab/slub.h"
+
+/* ---- poisoning ------------------------------------------------------------------- */
+void kasan_poison(struct odb_kernel *k, odb_addr_t addr, size_t size, uint8_t value)
+{
+	odb_addr_t end;
+
+	if (!kasan_enabled(k) || !size)
+		return;
+	addr = ALIGN_DOWN(addr, (odb_addr_t)KASAN_GRANULE_SIZE);
+	end = ALIGN(addr + size, (odb_addr_t)KASAN_GRANULE_SIZE);
+	if (!odb_in_arena(k, addr, 1))
+		return;
+	if (end > ODB_PAGE_OFFSET + k->ram_bytes)
+		end = ODB_PAGE_OFFSET + k->ram_bytes;
+	memset(kasan_mem_to_shadow(k, addr), value, (size_t)(end - addr) >> KASAN_SHADOW_SCALE_SHIFT);
+}
+
+void kasan_poison_last_granule(struct odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	if (!kasan_enabled(k))
+		return;
+	if ((size & KASAN_GRANULE_MASK) && odb_in_arena(k, addr + size, 1))
+		*kasan_mem_to_shadow(k, addr + size) = (uint8_t)(size & KASAN_GRANULE_MASK);
+}
+
+void kasan_unpoison(struct odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	if (!kasan_enabled(k) || !size)
+		return;
+	kasan_poison(k, addr, ALIGN(size, KASAN_GRANULE_SIZE), 0);
+	kasan_poison_last_granule(k, addr, size);
+}
+
+bool kasan_byte_accessible(struct odb_kernel *k, odb_addr_t addr)
+{
+	int8_t s;
+
+	if (!odb_in_arena(k, addr, 1))
+		return false;
+	s = (int8_t)READ_ONCE(*kasan_mem_to_shadow(k, addr));
+	return s >= 0 && s < (int8_t)KASAN_GRANULE_SIZE;
+}
+
+/* ---- the access checks (inline instrumentation's rules) ------------------------------- */
+static inline bool memory_is_poisoned_1(struct odb_kernel *k, odb_addr_t a)
+{
+	int8_t s = (int8_t)*kasan_mem_to_shadow(k, a);
+
+	if (unlikely(s)) {
+		int8_t last = (int8_t)(a & KASAN_GRANULE_MASK);
+		return unlikely(last >= s);
+	}
+	return false;
+}
+
+static inline bool memory_is_poisoned_2_4_8(struct odb_kernel *k, odb_addr_t a, size_t size)
+{
+	odb_addr_t last = a + size - 1;
+
+	/* crossing a granule: the first one must be fully accessible */
+	if (unlikely((a >> KASAN_SHADOW_SCALE_SHIFT) != (last >> KASAN_SHADOW_SCALE_SHIFT)))
+		return *kasan_mem_to_shadow(k, a) || memory_is_poisoned_1(k, last);
+	return memory_is_poisoned_1(k, last);
+}
+
+static inline bool memory_is_poisoned_16(struct odb_kernel *k, odb_addr_t a)
+{
+	uint16_t s;
+
+	memcpy(&s, kasan_mem_to_shadow(k, a), sizeof(s));
+	if (unlikely(s))
+		return true;
+	if (likely(!(a & KASAN_GRANULE_MASK)))
+		return false;
+	return memory_is_poisoned_1(k, a + 15);
+}
+
+/* First non-zero byte of [start, end), or NULL. */
+static const uint8_t *memory_is_nonzero(const uint8_t *start, const uint8_t *end)
+{
+	while (start < end && ((uintptr_t)start & 7)) {
+		if (*start)
+			return start;
+		start++;
+	}
+	while (end - start >= 8) {
+		uint64_t w;
+		memcpy(&w, start, 8);
+		if (w)
+			break;
+		start += 8;
+	}
+	while (start < end) {
+		if (*start)
+			return start;
+		start++;
+	}
+	return NULL;
+}
+
+static bool memory_is_poisoned_n(struct odb_kernel *k, odb_addr_t a, size_t size)
+{
+	const uint8_t *ret = memory_is_nonzero(kasan_mem_to_shadow(k, a),
+					       kasan_mem_to_shadow(k, a + size - 1) + 1);
+
+	if (unlikely(ret)) {
+		odb_addr_t last = a + size - 1;
+		const uint8_t *last_shadow = kasan_mem_to_shadow(k, last);
+
+		if (unlikely(ret != last_shadow ||
+			     (int8_t)(last & KASAN_GRANULE_MASK) >= (int8_t)*last_shadow))
+			return true;
+	}
+	return false;
+}
+
+static bool memory_is_poisoned(struct odb_kernel *k, odb_addr_t a, size_t size)
+{
+	switch (size) {
+	case 1: return memory_is_poisoned_1(k, a);
+	case 2: case 4: case 8: return memory_is_poisoned_2_4_8(k, a, size);
+	case 16: return memory_is_poisoned_16(k, a);
+	default: return memory_is_poisoned_n(k, a, size);
+	}
+}
+
+/* check_region_inline: true when the access is fine. */
+static inline bool check_region_inline(struct odb_kernel *k, odb_addr_t addr, size_t size,
+				       bool write, unsigned long ret_ip)
+{
+	if (unlikely(size == 0))
+		return true;
+	if (unlikely(addr + size < addr)) {
+		kasan_report(k, addr, size, write, ret_ip);
+		return false;
+	}
+	if (unlikely(!odb_in_arena(k, addr, size))) {
+		kasan_report(k, addr, size, write, ret_ip);
+		return false;
+	}
+	if (likely(!memory_is_poisoned(k, addr, size)))
+		return true;
+	kasan_report(k, addr, size, write, ret_ip);
+	return false;
+}
+
+bool kasan_check_range(struct odb_kernel *k, odb_addr_t addr, size_t size, bool write,
+		       unsigned long ret_ip)
+{
+	return check_region_inline(k, addr, size, write, ret_ip);
+}
+
+odb_addr_t kasan_find_first_bad_addr(struct odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	odb_addr_t p = addr;
+
+	if (!odb_in_arena(k, addr, 1))
+		return addr;
+	while (p < addr + size && odb_in_arena(k, p, 1) && !*kasan_mem_to_shadow(k, p))
+		p += KASAN_GRANULE_SIZE;
+	return p;
+}
+
+/* ---- performing a bad write without corrupting allocator metadata ------------------------ *
+ * The kernel reports and continues; odebug performs the write too, but puts
+ * back what the allocators keep inside slab slots (SLUB's free pointer of a
+ * free object, KASAN's free meta of a freed object, KASAN's alloc meta), the
+ * way SLUB's FIX restores its red zones: a report never corrupts odebug. */
+struct meta_save { void *at; size_t len; uint8_t bytes[16]; };
+
+static unsigned int save_slot_meta(struct odb_kernel *k, struct kmem_cache *s, char *obj,
+				   struct meta_save *sv)
+{
+	unsigned int n = 0;
+	bool allocated = kasan_byte_accessible(k, host_to_virt(k, obj));
+
+	if (!allocated || s->offset >= s->inuse) {
+		sv[n].at = obj + s->offset;
+		sv[n].len = sizeof(odb_addr_t);
+		n++;
+	}
+	if (s->kasan_meta_size) {
+		if (s->kasan_alloc_meta_offset > 0) {
+			sv[n].at = obj + s->kasan_alloc_meta_offset;
+			sv[n].len = sizeof(struct kasan_alloc_meta);
+			n++;
+		}
+		if (s->kasan_free_meta_offset != KASAN_NO_FREE_META &&
+		    (!allocated || s->kasan_free_meta_offset > 0)) {
+			sv[n].at = obj + s->kasan_free_meta_offset;
+			sv[n].len = sizeof(struct kasan_free_meta);
+			n++;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++)
+		memcpy(sv[i].bytes, sv[i].at, sv[i].len);
+	return n;
+}
+
+static void write_protected(struct odb_kernel *k, char *dst, const void *src, int c, size_t n)
+{
+	char *end = dst + n;
+
+	while (dst < end) {
+		struct slab *sl = virt_to_slab(k, dst);
+		char *seg_end = end;
+		struct meta_save sv[3];
+		unsigned int nsv = 0;
+
+		if (sl) {
+			struct kmem_cache *s = sl->slab_cache;
+			char *base = slab_address(k, sl);
+			size_t idx = (size_t)(dst - base) / s->size;
+			char *slot = base + idx * s->size;
+			char *slot_end = slot + s->size;
+
+			if (idx < SLAB_OBJECTS(slab_counters(sl)))
+				nsv = save_slot_meta(k, s, slot + s->red_left_pad, sv);
+			else
+				slot_end = base + slab_size(sl);
+			if (slot_end < seg_end)
+				seg_end = slot_end;
+		} else {
+			/* up to the next page: it may be a slab */
+			char *next = k->ram + ALIGN((size_t)(dst - k->ram) + 1, PAGE_SIZE);
+			if (next < seg_end)
+				seg_end = next;
+		}
+		if (src) {
+			memmove(dst, src, (size_t)(seg_end - dst));
+			src = (const char *)src + (seg_end - dst);
+		} else {
+			memset(dst, c, (size_t)(seg_end - dst));
+		}
+		for (unsigned int i = 0; i < nsv; i++)
+			memcpy(sv[i].at, sv[i].bytes, sv[i].len);
+		dst = seg_end;
+	}
+}
+
+/* ---- public API ------------------------------------------------------------------------ */
+#define ENTER(k) struct odb_task *t_ = odb_enter(k); if (!t_) return odb_enter_failed(k)
+#define LEAVE(r) return odb_leave(t_, (r))
+
+static int outside(struct odb_kernel *k, const char *what, odb_addr_t addr, size_t n)
+{
+	return odb_err(k, ODB_EFAULT, "%s: [0x%llx, +%zu) is outside the kernel's memory", what,
+		       (unsigned long long)addr, n);
+}
+
+bool odb_kasan_enabled(odb_kernel *k) { return kasan_enabled(k); }
+
+static int check_only(odb_kernel *k, odb_addr_t addr, size_t size, bool write, unsigned long ip)
+{
+	ENTER(k);
+	if (kasan_enabled(k))
+		kasan_check_range(k, addr, size, write, ip);
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_check_read(odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	return check_only(k, addr, size, false, (unsigned long)__builtin_return_address(0));
+}
+
+int odb_kasan_check_write(odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	return check_only(k, addr, size, true, (unsigned long)__builtin_return_address(0));
+}
+
+int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok)
+{
+	ENTER(k);
+	*ok = true;
+	if (kasan_enabled(k)) {
+		if (odb_in_arena(k, addr, 1))
+			*ok = kasan_check_byte(k, virt_to_host(k, addr),
+					       (unsigned long)__builtin_return_address(0));
+		else {
+			kasan_report(k, addr, 1, false, (unsigned long)__builtin_return_address(0));
+			*ok = false;
+		}
+	}
+	LEAVE(ODB_OK);
+}
+
+/* One access of n bytes (an instrumented load): report and go on. */
+int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n)
+{
+	ENTER(k);
+	if (!n)
+		LEAVE(ODB_OK);
+	if (!kasan_enabled(k)) {
+		if (!odb_in_arena(k, addr, n))
+			LEAVE(outside(k, "read", addr, n));
+		memcpy(buf, virt_to_host(k, addr), n);
+		LEAVE(ODB_OK);
+	}
+	kasan_check_range(k, addr, n, false, (unsigned long)__builtin_return_address(0));
+	if (odb_in_arena(k, addr, n))
+		memcpy(buf, virt_to_host(k, addr), n);
+	else
+		memset(buf, 0, n);    /* never performed outside the arena */
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_write(odb_kernel *k, odb_addr_t addr, const void *buf, size_t n)
+{
+	ENTER(k);
+	if (!n)
+		LEAVE(ODB_OK);
+	if (!kasan_enabled(k)) {
+		if (!odb_in_arena(k, addr, n))
+			LEAVE(outside(k, "write", addr, n));
+		memcpy(virt_to_host(k, addr), buf, n);
+		LEAVE(ODB_OK);
+	}
+	if (kasan_check_range(k, addr, n, true, (unsigned long)__builtin_return_address(0)))
+		memcpy(virt_to_host(k, addr), buf, n);
+	else if (odb_in_arena(k, addr, n))
+		write_protected(k, virt_to_host(k, addr), buf, 0, n);
+	LEAVE(ODB_OK);
+}
+
+/* mm/kasan/shadow.c: memset/memcpy/memmove check their range and are not
+ * performed when the check fails. */
+int odb_kasan_memset(odb_kernel *k, odb_addr_t addr, int c, size_t n)
+{
+	ENTER(k);
+	if (!n)
+		LEAVE(ODB_OK);
+	if (!kasan_enabled(k)) {
+		if (!odb_in_arena(k, addr, n))
+			LEAVE(outside(k, "memset", addr, n));
+	} else if (!kasan_check_range(k, addr, n, true, (unsigned long)__builtin_return_address(0))) {
+		LEAVE(ODB_OK);
+	}
+	memset(virt_to_host(k, addr), c, n);
+	LEAVE(ODB_OK);
+}
+
+static int copy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n, const char *what,
+		unsigned long ip)
+{
+	ENTER(k);
+	if (!n)
+		LEAVE(ODB_OK);
+	if (!kasan_enabled(k)) {
+		if (!odb_in_arena(k, src, n))
+			LEAVE(outside(k, what, src, n));
+		if (!odb_in_arena(k, dst, n))
+			LEAVE(outside(k, what, dst, n));
+	} else if (!kasan_check_range(k, src, n, false, ip) ||
+		   !kasan_check_range(k, dst, n, true, ip)) {
+		LEAVE(ODB_OK);
+	}
+	memmove(virt_to_host(k, dst), virt_to_host(k, src), n);
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_memcpy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n)
+{
+	return copy(k, dst, src, n, "memcpy", (unsigned long)__builtin_return_address(0));
+}
+
+int odb_kasan_memmove(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n)
+{
+	return copy(k, dst, src, n, "memmove", (unsigned long)__builtin_return_address(0));
+}
+
+int odb_kasan_shadow(odb_kernel *k, odb_addr_t addr, size_t n, uint8_t *out, size_t *count)
+{
+	size_t g;
+
+	*count = 0;
+	if (!kasan_enabled(k))
+		return odb_err(k, ODB_ESTATE, "kasan: KASAN is off (kasan=off)");
+	if (!n)
+		return ODB_OK;
+	if (addr + n < addr || !odb_in_arena(k, addr, n))
+		return outside(k, "kasan.shadow", addr, n);
+	g = (size_t)(((addr + n - 1) >> KASAN_SHADOW_SCALE_SHIFT) - (addr >> KASAN_SHADOW_SCALE_SHIFT)) + 1;
+	memcpy(out, kasan_mem_to_shadow(k, addr), g);
+	*count = g;
+	return ODB_OK;
+}
+
+int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	memset(out, 0, sizeof(*out));
+	if (!ks)
+		return ODB_OK;
+	out->enabled = kasan_enabled(k);
+	out->multi_shot = ks->multi_shot;
+	out->fault_panic = ks->fault_panic;
+	out->detections = atomic_load(&ks->detections);
+	out->reports = atomic_load(&ks->reports);
+	out->suppressed = atomic_load(&ks->suppressed);
+	return ODB_OK;
+}

@@ -1,0 +1,735 @@
+/*
+ * The KASAN quarantine (mm/kasan/quarantine.c), both designs:
+ *
+ *  batched (default, Q-2016 "kasan: eliminate long stalls during quarantine
+ *  reduction", unchanged since): per-vCPU qlists of up to
+ *  QUARANTINE_PERCPU_SIZE bytes are moved under quarantine_lock into the tail
+ *  slot of a FIFO ring of QUARANTINE_BATCHES batches; a reduce evicts exactly
+ *  one whole batch, outside the lock.
+ *
+ *  quarter (Q-old, v4.8-v4.9): one global list; reduce walks it under the lock
+ *  and frees down to 3/4 of the maximum (about a quarter at a time).
+ *
+ * Objects are linked through their KASAN free meta (no allocation to
+ * quarantine an object) and leave through the real slab free path
+ * (do_slab_free: SLUB's free debug processing included).  Quirks kept: the
+ * sizing is 0 until the first over-budget reduce; head may pass tail;
+ * remove_cache never lowers quarantine_size; Q-old's unsigned low-water
+ * arithmetic (the first reduce frees the whole list).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kasan/kasan.h"
+#include "slab/slub.h"
+
+/* ---- qlist primitives ------------------------------------------------------------------ *
+ * Links inside the arena hold arena addresses; a link that does not decode to
+ * an arena address ends the list (only a deliberate raw() corruption makes one). */
+static inline struct qlist_node *qlink_next(struct odb_kernel *k, struct qlist_node *n)
+{
+	odb_addr_t v;
+
+	memcpy(&v, &n->next, sizeof(v));
+	if (!v || !odb_in_arena(k, v, sizeof(struct qlist_node)))
+		return NULL;
+	return virt_to_host(k, v);
+}
+
+static inline void qlink_set_next(struct odb_kernel *k, struct qlist_node *n, struct qlist_node *nx)
+{
+	odb_addr_t v = nx ? host_to_virt(k, nx) : 0;
+
+	memcpy(&n->next, &v, sizeof(v));
+}
+
+static inline bool qlist_empty(const struct qlist_head *q) { return !q->head; }
+
+static inline void qlist_init(struct qlist_head *q)
+{
+	q->head = q->tail = NULL;
+	q->bytes = 0;
+}
+
+static inline void qlist_put(struct odb_kernel *k, struct qlist_head *q, struct qlist_node *n,
+			     size_t size)
+{
+	if (unlikely(qlist_empty(q)))
+		q->head = n;
+	else
+		qlink_set_next(k, q->tail, n);
+	q->tail = n;
+	qlink_set_next(k, n, NULL);
+	q->bytes += size;
+}
+
+static inline void qlist_move_all(struct odb_kernel *k, struct qlist_head *from,
+				  struct qlist_head *to)
+{
+	if (unlikely(qlist_empty(from)))
+		return;
+	if (qlist_empty(to)) {
+		*to = *from;          /* quirk: copies `offline' too */
+		qlist_init(from);
+		return;
+	}
+	qlink_set_next(k, to->tail, from->head);
+	to->tail = from->tail;
+	to->bytes += from->bytes;
+	qlist_init(from);
+}
+
+/* The object and cache of a link (qlink_to_object / qlink_to_cache). */
+static inline struct kmem_cache *qlink_to_cache(struct odb_kernel *k, struct qlist_node *n)
+{
+	struct slab *sl = virt_to_slab(k, n);
+	return sl ? sl->slab_cache : NULL;
+}
+
+static inline void *qlink_to_object(struct qlist_node *n, struct kmem_cache *s)
+{
+	return (char *)n - s->kasan_free_meta_offset;
+}
+
+/* qlist_move_cache: nodes of `cache' from `from' to `to', the others stay in order. */
+void qlist_move_cache(struct odb_kernel *k, struct qlist_head *from, struct qlist_head *to,
+		      struct kmem_cache *cache);
+void qlist_move_cache(struct odb_kernel *k, struct qlist_head *from, struct qlist_head *to,
+		      struct kmem_cache *cache)
+{
+	struct qlist_node *curr;
+
+	if (unlikely(qlist_empty(from)))
+		return;
+	curr = from->head;
+	qlist_init(from);
+	while (curr) {
+		struct qlist_node *next = qlink_next(k, curr);
+		struct kmem_cache *obj_cache = qlink_to_cache(k, curr);
+
+		if (obj_cache == cache)
+			qlist_put(k, to, curr, obj_cache->size);
+		else if (obj_cache)
+			qlist_put(k, from, curr, obj_cache->size);
+		curr = next;
+	}
+}
+
+/* ---- freeing out of quarantine ------------------------------------------------------------ */
+static void kasan_release_object_meta(struct kmem_cache *s, void *object)
+{
+	struct kasan_alloc_meta *am = kasan_get_alloc_meta(s, object);
+	uint8_t *sh = kasan_host_to_shadow(s->k, object);
+
+	if (am)
+		memset(am, 0, sizeof(*am));       /* the alloc stack is forgotten */
+	if (*sh == KASAN_SLAB_FREE_META)
+		*sh = KASAN_SLAB_FREE;            /* the free track is no longer valid */
+}
+
+void qlink_free(struct odb_kernel *k, struct qlist_node *qlink, struct kmem_cache *cache);
+void qlink_free(struct odb_kernel *k, struct qlist_node *qlink, struct kmem_cache *cache)
+{
+	void *object = qlink_to_object(qlink, cache);
+	struct slab *sl = virt_to_slab(k, object);
+
+	if (!sl)
+		return;
+	kasan_release_object_meta(cache, object);
+	/* ___cache_free: onto the freelist without the KASAN free hook again;
+	 * the shadow stays poisoned as freed until the slot is allocated again */
+	do_slab_free(cache, sl, object, object, 1, (unsigned long)__builtin_return_address(0));
+}
+
+/* Returns the number of objects freed. */
+uint64_t qlist_free_all(struct odb_kernel *k, struct qlist_head *q, struct kmem_cache *cache);
+uint64_t qlist_free_all(struct odb_kernel *k, struct qlist_head *q, struct kmem_cache *cache)
+{
+	struct qlist_node *qlink;
+	uint64_t n = 0;
+
+	if (unlikely(qlist_empty(q)))
+		return 0;
+	qlink = q->head;
+	while (qlink) {
+		struct kmem_cache *obj_cache = cache ? cache : qlink_to_cache(k, qlink);
+		struct qlist_node *next = qlink_next(k, qlink);
+
+		if (obj_cache) {
+			qlink_free(k, qlink, obj_cache);
+			n++;
+		}
+		qlink = next;
+	}
+	qlist_init(q);
+	return n;
+}
+
+/* ---- statistics ------------------------------------------------------------------------------ */
+static unsigned int log2_bucket(uint64_t v)
+{
+	return v ? 64 - (unsigned int)__builtin_clzll(v) : 0;   /* [2^(i-1), 2^i) */
+}
+
+static unsigned int time_bucket(uint64_t ns)
+{
+	unsigned int e;
+
+	if (ns < 4)
+		return (unsigned int)ns;
+	e = 63 - (unsigned int)__builtin_clzll(ns);
+	return 4 * e + (unsigned int)((ns >> (e - 2)) & 3);
+}
+
+static uint64_t time_bucket_upper(unsigned int b)
+{
+	unsigned int e = b / 4, m = b % 4;
+
+	if (b < 4)
+		return b;
+	return ((uint64_t)(4 + m + 1) << (e - 2)) - 1;
+}
+
+static uint64_t hist_percentile(const uint64_t *h, uint64_t max, double p)
+{
+	uint64_t total = 0, need, acc = 0;
+
+	for (unsigned int i = 0; i < KASAN_TIME_BUCKETS; i++)
+		total += h[i];
+	if (!total)
+		return 0;
+	need = (uint64_t)(p * (double)total + 0.999999);
+	if (need < 1)
+		need = 1;
+	for (unsigned int i = 0; i < KASAN_TIME_BUCKETS; i++) {
+		acc += h[i];
+		if (acc >= need) {
+			uint64_t u = time_bucket_upper(i);
+			return u < max ? u : max;
+		}
+	}
+	return max;
+}
+
+static void note_lock(struct quarantine *q, uint64_t ns)
+{
+	pthread_mutex_lock(&q->stats_lock);
+	q->st.lock_ns_hist[time_bucket(ns)]++;
+	q->st.lock_ns_total += ns;
+	if (ns > q->st.lock_ns_max)
+		q->st.lock_ns_max = ns;
+	pthread_mutex_unlock(&q->stats_lock);
+}
+
+static uint64_t percpu_total(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+	uint64_t t = 0;
+
+	for (unsigned int c = 0; c < k->nr_cpu_ids; c++)
+		t += READ_ONCE(q->cpu_quarantine[c].bytes);
+	return t;
+}
+
+static void note_peak(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+	uint64_t ring = q->policy == QUARANTINE_BATCHED ? READ_ONCE(q->quarantine_size)
+							: READ_ONCE(q->old_global.bytes);
+	uint64_t tot = ring + percpu_total(k) + READ_ONCE(q->st.in_flight);
+
+	if (tot > READ_ONCE(q->st.peak_total)) {
+		pthread_mutex_lock(&q->stats_lock);
+		if (tot > q->st.peak_total)
+			q->st.peak_total = tot;
+		pthread_mutex_unlock(&q->stats_lock);
+	}
+}
+
+static void note_eviction(struct odb_kernel *k, uint64_t bytes, uint64_t objects, uint64_t free_ns)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+
+	pthread_mutex_lock(&q->stats_lock);
+	q->st.in_flight -= bytes;
+	if (objects || bytes)
+		q->st.reduce_evicting++;
+	q->st.evicted_objects += objects;
+	q->st.evicted_bytes += bytes;
+	if (bytes > q->st.max_evict_bytes)
+		q->st.max_evict_bytes = bytes;
+	if (objects > q->st.max_evict_objects)
+		q->st.max_evict_objects = objects;
+	q->st.evict_bytes_hist[log2_bucket(bytes)]++;
+	q->st.evict_objects_hist[log2_bucket(objects)]++;
+	q->st.free_ns_hist[time_bucket(free_ns)]++;
+	q->st.free_ns_total += free_ns;
+	if (free_ns > q->st.free_ns_max)
+		q->st.free_ns_max = free_ns;
+	pthread_mutex_unlock(&q->stats_lock);
+}
+
+static void note_in_flight(struct quarantine *q, uint64_t bytes)
+{
+	pthread_mutex_lock(&q->stats_lock);
+	q->st.in_flight += bytes;
+	pthread_mutex_unlock(&q->stats_lock);
+}
+
+#define STAT_INC(q, f) __atomic_fetch_add(&(q)->st.f, 1, __ATOMIC_RELAXED)
+
+/* ---- sizing (§1.4) ----------------------------------------------------------------------------- */
+static void quarantine_sizing(uint64_t totalram_bytes, unsigned int online, unsigned long batches,
+			      size_t *max_size, size_t *batch_size)
+{
+	size_t total_size = (size_t)(totalram_bytes / QUARANTINE_FRACTION);
+	size_t percpu = QUARANTINE_PERCPU_SIZE * online;
+
+	*max_size = total_size < percpu ? 0 : total_size - percpu;
+	*batch_size = 2 * total_size / batches;
+	if (*batch_size < QUARANTINE_PERCPU_SIZE)
+		*batch_size = QUARANTINE_PERCPU_SIZE;
+}
+
+int odb_quarantine_geometry(uint64_t ram, unsigned int cpus, unsigned int nr_cpus,
+			    struct odb_quarantine_geometry *out)
+{
+	uint64_t totalram = (ram >> PAGE_SHIFT) << PAGE_SHIFT;
+	size_t max, batch;
+
+	memset(out, 0, sizeof(*out));
+	if (!cpus)
+		return ODB_EINVAL;
+	if (!nr_cpus)
+		nr_cpus = cpus > ODB_MAX_CPUS ? cpus : ODB_MAX_CPUS;
+	if (nr_cpus < cpus)
+		return ODB_EINVAL;
+	out->batches = QUARANTINE_BATCHES_FOR(nr_cpus);
+	quarantine_sizing(totalram, cpus, out->batches, &max, &batch);
+	out->total_size = totalram / QUARANTINE_FRACTION;
+	out->percpu_reserve = QUARANTINE_PERCPU_SIZE * (uint64_t)cpus;
+	out->max_size = max;
+	out->batch_size = batch;
+	out->slots_used = batch ? max / batch : 0;
+	out->old_max_size = out->total_size - out->percpu_reserve;   /* no clamp (Q-old) */
+	out->old_low_size = out->old_max_size * 3 / 4;
+	out->old_reduce_bytes = out->old_max_size - out->old_low_size;
+	return ODB_OK;
+}
+
+/* ---- batched (Q-2016 / modern) --------------------------------------------------------------- */
+static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
+{
+	struct odb_kernel *k = cache->k;
+	struct quarantine *q = &kasan_state(k)->q;
+	unsigned long flags;
+	struct qlist_head *cq;
+	bool flushed = false;
+
+	/* irqs stay off for the whole put (Q-2017) */
+	local_irq_save(k, flags);
+	if (unlikely(!flags))
+		return false;         /* no task (OOM): freed at once */
+	cq = &q->cpu_quarantine[flags - 1];
+	if (unlikely(cq->offline)) {
+		local_irq_restore(k, flags);
+		STAT_INC(q, put_refused);
+		return false;
+	}
+	qlist_put(k, cq, link, cache->size);
+	if (unlikely(cq->bytes > QUARANTINE_PERCPU_SIZE)) {
+		struct qlist_head temp = { 0 };
+		uint64_t t0;
+
+		qlist_move_all(k, cq, &temp);
+		temp.offline = false;
+		raw_spin_lock(&q->quarantine_lock);
+		t0 = odb_host_ns();
+		WRITE_ONCE(q->quarantine_size, q->quarantine_size + temp.bytes);
+		qlist_move_all(k, &temp, &q->global_quarantine[q->quarantine_tail]);
+		if (q->global_quarantine[q->quarantine_tail].bytes >= READ_ONCE(q->quarantine_batch_size)) {
+			unsigned long new_tail = q->quarantine_tail + 1;
+
+			if (new_tail == q->batches)
+				new_tail = 0;
+			if (new_tail != q->quarantine_head)
+				q->quarantine_tail = new_tail;
+		}
+		note_lock(q, odb_host_ns() - t0);
+		raw_spin_unlock(&q->quarantine_lock);
+		flushed = true;
+	}
+	local_irq_restore(k, flags);
+	STAT_INC(q, put_calls);
+	if (flushed) {
+		STAT_INC(q, flushes);
+		note_peak(k);
+	}
+	return true;
+}
+
+static void reduce_batched(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+	struct qlist_head to_free = { 0 };
+	unsigned long flags;
+	uint64_t t0, t1, objs;
+	size_t bytes;
+
+	STAT_INC(q, reduce_calls);
+	if (likely(READ_ONCE(q->quarantine_size) <= READ_ONCE(q->quarantine_max_size)))
+		return;
+	pthread_rwlock_rdlock(&q->remove_cache_srcu);          /* srcu_read_lock */
+	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	t0 = odb_host_ns();
+	STAT_INC(q, reduce_slow);
+	/* recomputed on every over-budget reduce: memory / CPU hotplug */
+	{
+		size_t max, batch;
+		quarantine_sizing(k->nr_pages << PAGE_SHIFT, k->nr_cpu_ids, q->batches, &max, &batch);
+		WRITE_ONCE(q->quarantine_max_size, max);
+		WRITE_ONCE(q->quarantine_batch_size, batch);
+	}
+	if (likely(q->quarantine_size > q->quarantine_max_size)) {
+		qlist_move_all(k, &q->global_quarantine[q->quarantine_head], &to_free);
+		to_free.offline = false;
+		WRITE_ONCE(q->quarantine_size, q->quarantine_size - to_free.bytes);
+		q->quarantine_head++;
+		if (q->quarantine_head == q->batches)
+			q->quarantine_head = 0;
+	}
+	bytes = to_free.bytes;
+	note_in_flight(q, bytes);
+	t1 = odb_host_ns();
+	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
+	note_lock(q, t1 - t0);
+	note_peak(k);
+	objs = qlist_free_all(k, &to_free, NULL);
+	note_eviction(k, bytes, objs, odb_host_ns() - t1);
+	pthread_rwlock_unlock(&q->remove_cache_srcu);          /* srcu_read_unlock */
+}
+
+/* ---- quarter (Q-old) ----------------------------------------------------------------------------- */
+void quarantine_put(struct kmem_cache *cache, void *object)
+{
+	struct odb_kernel *k = cache->k;
+	struct quarantine *q = &kasan_state(k)->q;
+	struct kasan_free_meta *m = kasan_get_free_meta(cache, object);
+	struct qlist_head temp = { 0 };
+	unsigned long flags;
+	struct qlist_head *cq;
+
+	local_irq_save(k, flags);
+	cq = &q->cpu_quarantine[flags ? flags - 1 : 0];
+	qlist_put(k, cq, &m->quarantine_link, cache->size);
+	if (unlikely(cq->bytes > QUARANTINE_PERCPU_SIZE))
+		qlist_move_all(k, cq, &temp);
+	temp.offline = false;
+	local_irq_restore(k, flags);
+	STAT_INC(q, put_calls);
+	if (unlikely(!qlist_empty(&temp))) {
+		uint64_t t0;
+
+		raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+		t0 = odb_host_ns();
+		qlist_move_all(k, &temp, &q->old_global);
+		note_lock(q, odb_host_ns() - t0);
+		raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
+		STAT_INC(q, flushes);
+		note_peak(k);
+	}
+}
+
+void quarantine_reduce(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+	struct qlist_head to_free = { 0 };
+	size_t size_to_free = 0, low;
+	struct qlist_node *last, *next;
+	unsigned long flags;
+	uint64_t t0, t1, objs;
+
+	STAT_INC(q, reduce_calls);
+	if (likely(READ_ONCE(q->old_global.bytes) <= READ_ONCE(q->old_quarantine_size)))
+		return;
+	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	t0 = odb_host_ns();
+	STAT_INC(q, reduce_slow);
+	/* no underflow guard in Q-old */
+	WRITE_ONCE(q->old_quarantine_size,
+		   (size_t)((k->nr_pages << PAGE_SHIFT) / QUARANTINE_FRACTION) -
+		   QUARANTINE_PERCPU_SIZE * k->nr_cpu_ids);
+	low = q->old_quarantine_size * 3 / 4;      /* QUARANTINE_LOW_SIZE */
+	/* walk under the lock: stop at the first object past the low-water mark */
+	last = q->old_global.head;
+	while (last) {
+		struct kmem_cache *cache = qlink_to_cache(k, last);
+
+		size_to_free += cache ? cache->size : 0;
+		next = qlink_next(k, last);
+		if (!next || size_to_free > q->old_global.bytes - low)
+			break;
+		last = next;
+	}
+	if (last) {
+		/* qlist_move(from, last, to, size): head..last to to_free */
+		to_free.head = q->old_global.head;
+		to_free.tail = last;
+		to_free.bytes = size_to_free;
+		q->old_global.head = qlink_next(k, last);
+		if (!q->old_global.head)
+			q->old_global.tail = NULL;
+		qlink_set_next(k, last, NULL);
+		q->old_global.bytes -= size_to_free;
+	}
+	note_in_flight(q, size_to_free);
+	t1 = odb_host_ns();
+	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
+	note_lock(q, t1 - t0);
+	note_peak(k);
+	objs = qlist_free_all(k, &to_free, NULL);
+	note_eviction(k, size_to_free, objs, odb_host_ns() - t1);
+}
+
+/* ---- the interface ---------------------------------------------------------------------------- */
+bool kasan_quarantine_put(struct kmem_cache *cache, void *object)
+{
+	struct kasan_free_meta *m = kasan_get_free_meta(cache, object);
+	struct quarantine *q = &kasan_state(cache->k)->q;
+
+	if (!m)
+		return false;         /* KASAN_NO_FREE_META */
+	if (q->policy == QUARANTINE_QUARTER) {
+		quarantine_put(cache, object);
+		return true;
+	}
+	return put_batched(cache, &m->quarantine_link);
+}
+
+void kasan_quarantine_reduce(struct odb_kernel *k)
+{
+	if (!kasan_enabled(k))
+		return;
+	if (kasan_state(k)->q.policy == QUARANTINE_QUARTER)
+		quarantine_reduce(k);
+	else
+		reduce_batched(k);
+}
+
+/* Filter every vCPU's list (the IPI of per_cpu_remove_cache, one vCPU's irq
+ * lock at a time), then the global list(s) under the lock; free outside. */
+static uint64_t remove_cache_common(struct kmem_cache *cache)
+{
+	struct odb_kernel *k = cache->k;
+	struct quarantine *q = &kasan_state(k)->q;
+	struct qlist_head to_free = { 0 };
+	unsigned long flags;
+	uint64_t n = 0;
+
+	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++) {
+		struct qlist_head mine = { 0 };
+
+		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+		if (!q->cpu_quarantine[cpu].offline)
+			qlist_move_cache(k, &q->cpu_quarantine[cpu], &mine, cache);
+		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+		n += qlist_free_all(k, &mine, cache);
+	}
+	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	if (q->policy == QUARANTINE_QUARTER) {
+		qlist_move_cache(k, &q->old_global, &to_free, cache);
+	} else {
+		for (unsigned long i = 0; i < q->batches; i++) {
+			if (qlist_empty(&q->global_quarantine[i]))
+				continue;
+			qlist_move_cache(k, &q->global_quarantine[i], &to_free, cache);
+			/* modern: drop the lock after each non-empty slot (cond_resched) */
+			raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
+			raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+		}
+		/* quirk: quarantine_size is not lowered */
+	}
+	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
+	n += qlist_free_all(k, &to_free, cache);
+	/* synchronize_srcu: objects of this cache held by a concurrent reduce are freed */
+	pthread_rwlock_wrlock(&q->remove_cache_srcu);
+	pthread_rwlock_unlock(&q->remove_cache_srcu);
+	pthread_mutex_lock(&q->stats_lock);
+	q->st.remove_cache_calls++;
+	q->st.remove_cache_objects += n;
+	pthread_mutex_unlock(&q->stats_lock);
+	return n;
+}
+
+void kasan_quarantine_remove_cache(struct kmem_cache *cache)
+{
+	if (!kasan_enabled(cache->k))
+		return;
+	remove_cache_common(cache);
+}
+
+void quarantine_remove_cache(struct kmem_cache *cache)
+{
+	kasan_quarantine_remove_cache(cache);
+}
+
+/* ---- boot ----------------------------------------------------------------------------------- */
+int quarantine_init(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+
+	q->batches = QUARANTINE_BATCHES_FOR(k->config_nr_cpus);
+	q->cpu_quarantine = calloc(k->nr_cpu_ids, sizeof(*q->cpu_quarantine));
+	q->global_quarantine = calloc(q->batches, sizeof(*q->global_quarantine));
+	if (!q->cpu_quarantine || !q->global_quarantine) {
+		free(q->cpu_quarantine);
+		free(q->global_quarantine);
+		q->cpu_quarantine = NULL;
+		q->global_quarantine = NULL;
+		return -1;
+	}
+	raw_spin_lock_init(&q->quarantine_lock);
+	pthread_rwlock_init(&q->remove_cache_srcu, NULL);
+	pthread_mutex_init(&q->stats_lock, NULL);
+	return 0;
+}
+
+void quarantine_exit(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+
+	free(q->cpu_quarantine);
+	free(q->global_quarantine);
+	q->cpu_quarantine = NULL;
+	q->global_quarantine = NULL;
+	spin_lock_destroy(&q->quarantine_lock);
+	pthread_rwlock_destroy(&q->remove_cache_srcu);
+	pthread_mutex_destroy(&q->stats_lock);
+}
+
+/* ---- public API -------------------------------------------------------------------------------- */
+int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, uint64_t *percpu)
+{
+	struct quarantine *q;
+	unsigned long flags;
+	struct odb_task *t = odb_enter(k);
+
+	if (!t)
+		return odb_enter_failed(k);
+	memset(out, 0, sizeof(*out));
+	if (!kasan_enabled(k))
+		return odb_leave(t, odb_err(k, ODB_ESTATE, "kasan: KASAN is off (kasan=off)"));
+	q = &kasan_state(k)->q;
+	for (unsigned int c = 0; c < k->nr_cpu_ids; c++) {
+		uint64_t b;
+		odb_fastlock_lock(&k->cpus[c].irq_lock);
+		b = q->cpu_quarantine[c].bytes;
+		odb_fastlock_unlock(&k->cpus[c].irq_lock);
+		out->percpu_total += b;
+		if (percpu)
+			percpu[c] = b;
+	}
+	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	out->policy = (int)q->policy;
+	if (q->policy == QUARANTINE_QUARTER) {
+		out->size = q->old_global.bytes;
+		out->max_size = q->old_quarantine_size;
+		out->batches = 1;
+		out->slots_used = !qlist_empty(&q->old_global);
+		out->ring_bytes = q->old_global.bytes;
+	} else {
+		out->size = q->quarantine_size;
+		out->max_size = q->quarantine_max_size;
+		out->batch_size = q->quarantine_batch_size;
+		out->batches = q->batches;
+		out->head = q->quarantine_head;
+		out->tail = q->quarantine_tail;
+		for (unsigned long i = 0; i < q->batches; i++) {
+			out->ring_bytes += q->global_quarantine[i].bytes;
+			out->slots_used += !qlist_empty(&q->global_quarantine[i]);
+		}
+	}
+	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
+	pthread_mutex_lock(&q->stats_lock);
+	out->put_calls = q->st.put_calls;
+	out->put_refused = q->st.put_refused;
+	out->flushes = q->st.flushes;
+	out->reduce_calls = q->st.reduce_calls;
+	out->reduce_slow = q->st.reduce_slow;
+	out->reduce_evicting = q->st.reduce_evicting;
+	out->evicted_objects = q->st.evicted_objects;
+	out->evicted_bytes = q->st.evicted_bytes;
+	out->max_evict_bytes = q->st.max_evict_bytes;
+	out->max_evict_objects = q->st.max_evict_objects;
+	memcpy(out->evict_bytes_hist, q->st.evict_bytes_hist, sizeof(out->evict_bytes_hist));
+	memcpy(out->evict_objects_hist, q->st.evict_objects_hist, sizeof(out->evict_objects_hist));
+	out->free_ns_max = q->st.free_ns_max;
+	out->free_ns_total = q->st.free_ns_total;
+	out->free_ns_p50 = hist_percentile(q->st.free_ns_hist, q->st.free_ns_max, 0.50);
+	out->free_ns_p99 = hist_percentile(q->st.free_ns_hist, q->st.free_ns_max, 0.99);
+	out->lock_ns_max = q->st.lock_ns_max;
+	out->lock_ns_total = q->st.lock_ns_total;
+	out->lock_ns_p50 = hist_percentile(q->st.lock_ns_hist, q->st.lock_ns_max, 0.50);
+	out->lock_ns_p99 = hist_percentile(q->st.lock_ns_hist, q->st.lock_ns_max, 0.99);
+	out->remove_cache_calls = q->st.remove_cache_calls;
+	out->remove_cache_objects = q->st.remove_cache_objects;
+	out->in_flight = q->st.in_flight;
+	out->peak_total = q->st.peak_total;
+	pthread_mutex_unlock(&q->stats_lock);
+	return odb_leave(t, ODB_OK);
+}
+
+int odb_kasan_quarantine_reduce(odb_kernel *k)
+{
+	struct odb_task *t = odb_enter(k);
+
+	if (!t)
+		return odb_enter_failed(k);
+	kasan_quarantine_reduce(k);
+	return odb_leave(t, ODB_OK);
+}
+
+int odb_kasan_quarantine_drain(odb_kernel *k)
+{
+	struct odb_task *t = odb_enter(k);
+	struct odb_slab_state *ss;
+	struct list_head *pos;
+
+	if (!t)
+		return odb_enter_failed(k);
+	if (!kasan_enabled(k))
+		return odb_leave(t, ODB_OK);
+	ss = slab_state(k);
+	mutex_lock(&ss->slab_mutex);
+	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next)
+		remove_cache_common(list_entry(pos, struct kmem_cache, list));
+	mutex_unlock(&ss->slab_mutex);
+	return odb_leave(t, ODB_OK);
+}
+
+int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
+{
+	struct odb_task *t = odb_enter(k);
+	struct quarantine *q;
+	struct qlist_head mine = { 0 };
+
+	if (!t)
+		return odb_enter_failed(k);
+	if (!kasan_enabled(k))
+		return odb_leave(t, odb_err(k, ODB_ESTATE, "kasan: KASAN is off (kasan=off)"));
+	if (cpu < 0 || cpu >= (int)k->nr_cpu_ids)
+		return odb_leave(t, odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
+					    cpu, k->nr_cpu_ids));
+	q = &kasan_state(k)->q;
+	odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+	q->cpu_quarantine[cpu].offline = offline;
+	if (offline) {
+		/* kasan_cpu_offline: the list is freed at once */
+		mine = q->cpu_quarantine[cpu];
+		mine.offline = false;
+		qlist_init(&q->cpu_quarantine[cpu]);
+	}
+	odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+	qlist_free_all(k, &mine, NULL);
+	return odb_leave(t, ODB_OK);
+}

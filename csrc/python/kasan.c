@@ -1,0 +1,499 @@
+/*
+ * Binding of KASAN: checked accesses (read/write/memset/memcpy), the shadow,
+ * counters, the quarantine's stats and controls, its geometry, and the
+ * quarantine storm scenario.  Module functions take the Kernel first.
+ * Accesses keep the GIL up to 64 KiB (the Python caller then appears in the
+ * report's stack); larger ones and the O(n) calls release it.
+ */
+#include "python/binding.h"
+
+#define GIL_LIMIT (64u << 10)
+
+static int conv_addr(PyObject *o, void *out)
+{
+	unsigned long long v;
+
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "addr: expected int, not %.100s", Py_TYPE(o)->tp_name);
+		return 0;
+	}
+	v = PyLong_AsUnsignedLongLong(o);
+	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_ValueError, "addr: %R is not a 64-bit address", o);
+		return 0;
+	}
+	*(unsigned long long *)out = v;
+	return 1;
+}
+
+static int conv_size(PyObject *o, void *out)
+{
+	Py_ssize_t v;
+
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "size: expected int, not %.100s", Py_TYPE(o)->tp_name);
+		return 0;
+	}
+	v = PyLong_AsSsize_t(o);
+	if (v == -1 && PyErr_Occurred())
+		return 0;
+	if (v < 0) {
+		PyErr_Format(PyExc_ValueError, "size: negative size %zd", v);
+		return 0;
+	}
+	*(size_t *)out = (size_t)v;
+	return 1;
+}
+
+/* memcpy/memmove sizes: any 64-bit value, as size_t (kmalloc_memmove_negative_size) */
+static int conv_u64size(PyObject *o, void *out)
+{
+	int overflow = 0;
+	long long v;
+
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "size: expected int, not %.100s", Py_TYPE(o)->tp_name);
+		return 0;
+	}
+	v = PyLong_AsLongLongAndOverflow(o, &overflow);
+	if (!overflow) {
+		if (v == -1 && PyErr_Occurred())
+			return 0;
+		*(size_t *)out = (size_t)v;      /* negative: as size_t, e.g. (size_t)-2 */
+		return 1;
+	}
+	if (overflow > 0) {
+		unsigned long long u = PyLong_AsUnsignedLongLong(o);
+		if (u == (unsigned long long)-1 && PyErr_Occurred())
+			return 0;
+		*(size_t *)out = (size_t)u;
+		return 1;
+	}
+	PyErr_SetString(PyExc_ValueError, "size: out of range");
+	return 0;
+}
+
+#define GET_KERNEL(m, obj, ko) \
+	do { if (!((ko) = odb_py_kernel((m), (obj), true))) return NULL; } while (0)
+
+static PyObject *py_kasan_read(PyObject *m, PyObject *args)
+{
+	PyObject *kobj, *res;
+	unsigned long long addr;
+	size_t n;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, conv_addr, &addr, conv_size, &n))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+	if (!res)
+		return NULL;
+	if (n > GIL_LIMIT) {
+		Py_BEGIN_ALLOW_THREADS
+		ret = odb_kasan_read(ko->k, addr, PyBytes_AS_STRING(res), n);
+		Py_END_ALLOW_THREADS
+	} else {
+		ret = odb_kasan_read(ko->k, addr, PyBytes_AS_STRING(res), n);
+	}
+	if (ret) {
+		Py_DECREF(res);
+		return odb_raise(ko, ret);
+	}
+	return res;
+}
+
+static PyObject *py_kasan_write(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	Py_buffer buf;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&y*", &kobj, conv_addr, &addr, &buf))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, true))) {
+		PyBuffer_Release(&buf);
+		return NULL;
+	}
+	if ((size_t)buf.len > GIL_LIMIT) {
+		Py_BEGIN_ALLOW_THREADS
+		ret = odb_kasan_write(ko->k, addr, buf.buf, (size_t)buf.len);
+		Py_END_ALLOW_THREADS
+	} else {
+		ret = odb_kasan_write(ko->k, addr, buf.buf, (size_t)buf.len);
+	}
+	PyBuffer_Release(&buf);
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_kasan_memset(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	int c;
+	size_t n;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&iO&", &kobj, conv_addr, &addr, &c, conv_size, &n))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	if (n > GIL_LIMIT) {
+		Py_BEGIN_ALLOW_THREADS
+		ret = odb_kasan_memset(ko->k, addr, c, n);
+		Py_END_ALLOW_THREADS
+	} else {
+		ret = odb_kasan_memset(ko->k, addr, c, n);
+	}
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *copy_common(PyObject *m, PyObject *args, bool move)
+{
+	PyObject *kobj;
+	unsigned long long dst, src;
+	size_t n;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&O&", &kobj, conv_addr, &dst, conv_addr, &src,
+			      conv_u64size, &n))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	if (n > GIL_LIMIT && n < ((size_t)1 << 40)) {
+		Py_BEGIN_ALLOW_THREADS
+		ret = move ? odb_kasan_memmove(ko->k, dst, src, n) : odb_kasan_memcpy(ko->k, dst, src, n);
+		Py_END_ALLOW_THREADS
+	} else {
+		ret = move ? odb_kasan_memmove(ko->k, dst, src, n) : odb_kasan_memcpy(ko->k, dst, src, n);
+	}
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_kasan_memcpy(PyObject *m, PyObject *args) { return copy_common(m, args, false); }
+static PyObject *py_kasan_memmove(PyObject *m, PyObject *args) { return copy_common(m, args, true); }
+
+static PyObject *py_kasan_check(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	size_t n;
+	int write;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&p", &kobj, conv_addr, &addr, conv_u64size, &n, &write))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	ret = write ? odb_kasan_check_write(ko->k, addr, n) : odb_kasan_check_read(ko->k, addr, n);
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_kasan_check_byte(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	KernelObject *ko;
+	bool ok;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&", &kobj, conv_addr, &addr))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	ret = odb_kasan_check_byte(ko->k, addr, &ok);
+	if (ret)
+		return odb_raise(ko, ret);
+	return PyBool_FromLong(ok);
+}
+
+static PyObject *py_kasan_shadow(PyObject *m, PyObject *args)
+{
+	PyObject *kobj, *res;
+	unsigned long long addr;
+	size_t n, cnt = 0;
+	KernelObject *ko;
+	uint8_t *buf;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, conv_addr, &addr, conv_size, &n))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	if (n > ((size_t)1 << 40))
+		return PyErr_Format(PyExc_ValueError, "kasan.shadow: size %zu too large", n), NULL;
+	buf = PyMem_Malloc(n / 8 + 2);
+	if (!buf)
+		return PyErr_NoMemory();
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kasan_shadow(ko->k, addr, n, buf, &cnt);
+	Py_END_ALLOW_THREADS
+	if (ret) {
+		PyMem_Free(buf);
+		return odb_raise(ko, ret);
+	}
+	res = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)cnt);
+	PyMem_Free(buf);
+	return res;
+}
+
+static PyObject *py_kasan_counters(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	KernelObject *ko;
+	struct odb_kasan_counters c;
+
+	if (!PyArg_ParseTuple(args, "O", &kobj))
+		return NULL;
+	if (!(ko = odb_py_kernel(m, kobj, false)))
+		return NULL;
+	odb_kasan_counters(ko->k, &c);
+	return Py_BuildValue("{s:O,s:O,s:O,s:K,s:K,s:K}", "enabled", c.enabled ? Py_True : Py_False,
+			     "multi_shot", c.multi_shot ? Py_True : Py_False,
+			     "fault_panic", c.fault_panic ? Py_True : Py_False,
+			     "detections", (unsigned long long)c.detections,
+			     "reports", (unsigned long long)c.reports,
+			     "suppressed", (unsigned long long)c.suppressed);
+}
+
+static PyObject *hist_list(const uint64_t *h)
+{
+	PyObject *l = PyList_New(ODB_QHIST);
+
+	if (!l)
+		return NULL;
+	for (Py_ssize_t i = 0; i < ODB_QHIST; i++) {
+		PyObject *v = PyLong_FromUnsignedLongLong(h[i]);
+		if (!v) {
+			Py_DECREF(l);
+			return NULL;
+		}
+		PyList_SET_ITEM(l, i, v);
+	}
+	return l;
+}
+
+#define SETK(d, name, v) \
+	do { PyObject *o_ = PyLong_FromUnsignedLongLong((unsigned long long)(v)); \
+	     if (!o_ || PyDict_SetItemString(d, name, o_)) { Py_XDECREF(o_); goto fail; } \
+	     Py_DECREF(o_); } while (0)
+#define SETO(d, name, o) \
+	do { PyObject *o_ = (o); \
+	     if (!o_ || PyDict_SetItemString(d, name, o_)) { Py_XDECREF(o_); goto fail; } \
+	     Py_DECREF(o_); } while (0)
+
+static PyObject *py_kasan_quarantine_stats(PyObject *m, PyObject *args)
+{
+	PyObject *kobj, *d = NULL, *pc = NULL;
+	KernelObject *ko;
+	struct odb_quarantine_stats s;
+	uint64_t *percpu;
+	unsigned int n;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "O", &kobj))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	n = odb_nr_cpus(ko->k);
+	percpu = PyMem_Calloc(n, sizeof(*percpu));
+	if (!percpu)
+		return PyErr_NoMemory();
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kasan_quarantine_stats(ko->k, &s, percpu);
+	Py_END_ALLOW_THREADS
+	if (ret) {
+		PyMem_Free(percpu);
+		return odb_raise(ko, ret);
+	}
+	if (!(d = PyDict_New()) || !(pc = PyList_New(n)))
+		goto fail;
+	for (unsigned int i = 0; i < n; i++) {
+		PyObject *v = PyLong_FromUnsignedLongLong(percpu[i]);
+		if (!v)
+			goto fail;
+		PyList_SET_ITEM(pc, i, v);
+	}
+	SETO(d, "policy", PyUnicode_FromString(s.policy ? "quarter" : "batched"));
+	SETK(d, "size", s.size);
+	SETK(d, "max_size", s.max_size);
+	SETK(d, "batch_size", s.batch_size);
+	SETK(d, "batches", s.batches);
+	SETK(d, "head", s.head);
+	SETK(d, "tail", s.tail);
+	SETK(d, "slots_used", s.slots_used);
+	SETK(d, "ring_bytes", s.ring_bytes);
+	SETO(d, "percpu_bytes", pc);
+	pc = NULL;
+	SETK(d, "percpu_total", s.percpu_total);
+	SETK(d, "put_calls", s.put_calls);
+	SETK(d, "put_refused", s.put_refused);
+	SETK(d, "flushes", s.flushes);
+	SETK(d, "reduce_calls", s.reduce_calls);
+	SETK(d, "reduce_slow", s.reduce_slow);
+	SETK(d, "reduce_evicting", s.reduce_evicting);
+	SETK(d, "evicted_objects", s.evicted_objects);
+	SETK(d, "evicted_bytes", s.evicted_bytes);
+	SETK(d, "max_evict_bytes", s.max_evict_bytes);
+	SETK(d, "max_evict_objects", s.max_evict_objects);
+	SETO(d, "evict_bytes_hist", hist_list(s.evict_bytes_hist));
+	SETO(d, "evict_objects_hist", hist_list(s.evict_objects_hist));
+	SETK(d, "free_ns_max", s.free_ns_max);
+	SETK(d, "free_ns_p50", s.free_ns_p50);
+	SETK(d, "free_ns_p99", s.free_ns_p99);
+	SETK(d, "free_ns_total", s.free_ns_total);
+	SETK(d, "lock_ns_max", s.lock_ns_max);
+	SETK(d, "lock_ns_p50", s.lock_ns_p50);
+	SETK(d, "lock_ns_p99", s.lock_ns_p99);
+	SETK(d, "lock_ns_total", s.lock_ns_total);
+	SETK(d, "remove_cache_calls", s.remove_cache_calls);
+	SETK(d, "remove_cache_objects", s.remove_cache_objects);
+	SETK(d, "in_flight", s.in_flight);
+	SETK(d, "peak_total", s.peak_total);
+	PyMem_Free(percpu);
+	return d;
+fail:
+	PyMem_Free(percpu);
+	Py_XDECREF(pc);
+	Py_XDECREF(d);
+	return NULL;
+}
+
+static PyObject *simple_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *))
+{
+	PyObject *kobj;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "O", &kobj))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	Py_BEGIN_ALLOW_THREADS
+	ret = fn(ko->k);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_kasan_quarantine_reduce(PyObject *m, PyObject *args)
+{
+	return simple_call(m, args, odb_kasan_quarantine_reduce);
+}
+
+static PyObject *py_kasan_quarantine_drain(PyObject *m, PyObject *args)
+{
+	return simple_call(m, args, odb_kasan_quarantine_drain);
+}
+
+static PyObject *py_kasan_quarantine_cpu_offline(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	KernelObject *ko;
+	int cpu, off, ret;
+
+	if (!PyArg_ParseTuple(args, "Oip", &kobj, &cpu, &off))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kasan_quarantine_cpu_offline(ko->k, cpu, off);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_quarantine_geometry(PyObject *m, PyObject *args)
+{
+	unsigned long long ram;
+	unsigned int cpus, nr_cpus;
+	struct odb_quarantine_geometry g;
+
+	if (!PyArg_ParseTuple(args, "KII", &ram, &cpus, &nr_cpus))
+		return NULL;
+	if (odb_quarantine_geometry(ram, cpus, nr_cpus, &g))
+		return PyErr_Format(PyExc_ValueError,
+				    "quarantine_geometry: need cpus >= 1 and nr_cpus >= cpus"), NULL;
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+			     "total_size", (unsigned long long)g.total_size,
+			     "percpu_reserve", (unsigned long long)g.percpu_reserve,
+			     "max_size", (unsigned long long)g.max_size,
+			     "batch_size", (unsigned long long)g.batch_size,
+			     "batches", (unsigned long long)g.batches,
+			     "slots_used", (unsigned long long)g.slots_used,
+			     "old_max_size", (unsigned long long)g.old_max_size,
+			     "old_low_size", (unsigned long long)g.old_low_size,
+			     "old_reduce_bytes", (unsigned long long)g.old_reduce_bytes);
+}
+
+static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	KernelObject *ko;
+	struct odb_quarantine_storm c = { 0 };
+	struct odb_quarantine_storm_result r;
+	unsigned long long ops, seed;
+	unsigned int threads, live;
+	Py_ssize_t mn, mx;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OKIInnK", &kobj, &ops, &threads, &live, &mn, &mx, &seed))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	if (mn < 1 || mx < mn)
+		return PyErr_Format(PyExc_ValueError, "storm: need 1 <= min_size <= max_size"), NULL;
+	c.ops_per_thread = ops;
+	c.threads = threads;
+	c.live = live;
+	c.min_size = (size_t)mn;
+	c.max_size = (size_t)mx;
+	c.seed = seed;
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_quarantine_storm(ko->k, &c, &r);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(ko, ret);
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+			     "elapsed_ns", (unsigned long long)r.elapsed_ns,
+			     "ops", (unsigned long long)r.ops,
+			     "alloc_p50", (unsigned long long)r.alloc_p50,
+			     "alloc_p99", (unsigned long long)r.alloc_p99,
+			     "alloc_max", (unsigned long long)r.alloc_max,
+			     "free_p50", (unsigned long long)r.free_p50,
+			     "free_p99", (unsigned long long)r.free_p99,
+			     "free_max", (unsigned long long)r.free_max);
+}
+
+static PyMethodDef kasan_methods[] = {
+	{ "kasan_read", py_kasan_read, METH_VARARGS, "kasan_read(kernel, addr, n) -> bytes: one checked access." },
+	{ "kasan_write", py_kasan_write, METH_VARARGS, "kasan_write(kernel, addr, data): one checked access." },
+	{ "kasan_memset", py_kasan_memset, METH_VARARGS, "kasan_memset(kernel, addr, c, n)." },
+	{ "kasan_memcpy", py_kasan_memcpy, METH_VARARGS, "kasan_memcpy(kernel, dst, src, n)." },
+	{ "kasan_memmove", py_kasan_memmove, METH_VARARGS, "kasan_memmove(kernel, dst, src, n)." },
+	{ "kasan_check", py_kasan_check, METH_VARARGS, "kasan_check(kernel, addr, n, is_write): check only." },
+	{ "kasan_check_byte", py_kasan_check_byte, METH_VARARGS, "kasan_check_byte(kernel, addr) -> bool." },
+	{ "kasan_shadow", py_kasan_shadow, METH_VARARGS, "kasan_shadow(kernel, addr, n) -> bytes." },
+	{ "kasan_counters", py_kasan_counters, METH_VARARGS, "kasan_counters(kernel) -> dict." },
+	{ "kasan_quarantine_stats", py_kasan_quarantine_stats, METH_VARARGS, "Quarantine stats dict." },
+	{ "kasan_quarantine_reduce", py_kasan_quarantine_reduce, METH_VARARGS, "One quarantine reduce." },
+	{ "kasan_quarantine_drain", py_kasan_quarantine_drain, METH_VARARGS, "Free every quarantined object." },
+	{ "kasan_quarantine_cpu_offline", py_kasan_quarantine_cpu_offline, METH_VARARGS, "CPU hotplug of the quarantine." },
+	{ "quarantine_geometry", py_quarantine_geometry, METH_VARARGS, "quarantine_geometry(ram, cpus, nr_cpus) -> dict." },
+	{ "quarantine_storm", py_quarantine_storm, METH_VARARGS, "quarantine_storm(kernel, ops, threads, live, min, max, seed) -> dict." },
+	{ NULL }
+};
+
+int odb_py_kasan_init(PyObject *module, core_state *st)
+{
+	(void)st;
+	return PyModule_AddFunctions(module, kasan_methods);
+}

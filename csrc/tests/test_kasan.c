@@ -1,0 +1,202 @@
+/*
+ * C unit tests of the KASAN room (csrc/kasan/): shadow encoding, the access
+ * rules, classification, reports, both quarantines and the geometry; built
+ * with the core by tests/test_c_units.py (also under ASan+UBSan and TSan).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kasan/kasan.h"
+#include "slab/slub.h"
+
+static int failures, checks;
+#define CHECK(cond) do { checks++; if (!(cond)) { failures++; \
+	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+static odb_kernel *boot(const char *cmdline, unsigned cpus, uint64_t ram)
+{
+	struct odb_config cfg;
+	odb_kernel *k = NULL;
+	char err[256];
+
+	odb_config_init(&cfg);
+	cfg.cmdline = cmdline;
+	cfg.cpus = cpus;
+	cfg.ram = ram;
+	if (odb_kernel_create(&cfg, &k, err, sizeof(err))) {
+		fprintf(stderr, "boot(%s): %s\n", cmdline, err);
+		return NULL;
+	}
+	return k;
+}
+
+static const char *last_kind(odb_kernel *k, size_t before)
+{
+	static char buf[96];
+	const struct odb_report *r;
+	size_t n = odb_report_count(k);
+
+	if (n == before)
+		return "";
+	r = odb_report_get(k, n - 1);
+	snprintf(buf, sizeof(buf), "%s", r->kind);
+	odb_report_put(r);
+	return buf;
+}
+
+static void test_shadow_and_rules(void)
+{
+	odb_kernel *k = boot("kasan_multi_shot no_debug_objects", 2, 64 << 20);
+	odb_addr_t p, q;
+	uint8_t sh[32], buf[256];
+	size_t n, c;
+
+	CHECK(k && odb_kasan_enabled(k));
+	CHECK(odb_kmalloc(k, 115, ODB_GFP_KERNEL, &p) == ODB_OK);
+	CHECK(odb_kasan_shadow(k, p, 128, sh, &n) == ODB_OK && n == 16);
+	CHECK(sh[13] == 0 && sh[14] == 3 && sh[15] == KASAN_SLAB_REDZONE);
+	c = odb_report_count(k);
+	CHECK(odb_kasan_read(k, p, buf, 115) == ODB_OK && odb_report_count(k) == c);
+	CHECK(odb_kasan_read(k, p + 112, buf, 3) == ODB_OK && odb_report_count(k) == c);
+	CHECK(odb_kasan_read(k, p + 112, buf, 4) == ODB_OK && !strcmp(last_kind(k, c), "slab-out-of-bounds"));
+	c = odb_report_count(k);
+	CHECK(odb_kasan_check_write(k, p + 99, 16) == ODB_OK && odb_report_count(k) == c);
+	CHECK(odb_kasan_check_write(k, p + 105, 16) == ODB_OK && odb_report_count(k) == c + 1);
+	c = odb_report_count(k);
+	CHECK(odb_kasan_memset(k, p, 0, 0) == ODB_OK && odb_report_count(k) == c);
+	CHECK(odb_kasan_memcpy(k, p, p + 4, (size_t)-2) == ODB_OK && !strcmp(last_kind(k, c), "out-of-bounds"));
+	c = odb_report_count(k);
+	CHECK(odb_kasan_check_read(k, 16, 1) == ODB_OK && !strcmp(last_kind(k, c), "null-ptr-deref"));
+	c = odb_report_count(k);
+	CHECK(odb_kasan_check_read(k, 0xffffc90000000000ULL, 8) == ODB_OK &&
+	      !strcmp(last_kind(k, c), "wild-memory-access"));
+	CHECK(odb_kfree(k, p) == ODB_OK);
+	CHECK(odb_kasan_shadow(k, p, 16, sh, &n) == ODB_OK && sh[0] == KASAN_SLAB_FREE_META && sh[1] == KASAN_SLAB_FREE);
+	c = odb_report_count(k);
+	CHECK(odb_kasan_write(k, p + 8, buf, 1) == ODB_OK && !strcmp(last_kind(k, c), "slab-use-after-free"));
+	c = odb_report_count(k);
+	CHECK(odb_kfree(k, p) == ODB_OK && !strcmp(last_kind(k, c), "double-free"));
+	CHECK(odb_kmalloc(k, 100, ODB_GFP_KERNEL, &q) == ODB_OK);
+	c = odb_report_count(k);
+	CHECK(odb_kfree(k, q + 8) == ODB_OK && !strcmp(last_kind(k, c), "invalid-free"));
+	CHECK(odb_kfree(k, q) == ODB_OK);
+	{
+		struct odb_kasan_counters ct;
+		odb_kasan_counters(k, &ct);
+		CHECK(ct.detections == ct.reports && ct.suppressed == 0 && ct.reports >= 8);
+	}
+	odb_kernel_destroy(k);
+}
+
+static void test_report_text(void)
+{
+	odb_kernel *k = boot("no_debug_objects", 1, 64 << 20);
+	const struct odb_report *r;
+	odb_addr_t p;
+	uint8_t b = 1;
+	char want[128];
+
+	CHECK(odb_kmalloc(k, 115, ODB_GFP_KERNEL, &p) == ODB_OK);
+	CHECK(odb_kasan_write(k, p + 120, &b, 1) == ODB_OK);
+	r = odb_report_get(k, odb_report_count(k) - 1);
+	CHECK(r && !strcmp(r->subsystem, "kasan") && !strcmp(r->kind, "slab-out-of-bounds"));
+	CHECK(r->size == 1 && r->is_write == 1 && r->object == p && r->offset == 120 && r->has_alloc_track);
+	CHECK(strstr(r->text, "BUG: KASAN: slab-out-of-bounds in ") != NULL);
+	snprintf(want, sizeof(want), "Write of size 1 at addr %016llx by task ", (unsigned long long)(p + 120));
+	CHECK(strstr(r->text, want) != NULL);
+	CHECK(strstr(r->text, "located 5 bytes to the right of\n allocated 115-byte region") != NULL);
+	CHECK(strstr(r->text, "Memory state around the buggy address:\n") != NULL);
+	odb_report_put(r);
+	/* single shot: the next one is counted, not reported */
+	CHECK(odb_kasan_write(k, p + 121, &b, 1) == ODB_OK);
+	{
+		struct odb_kasan_counters ct;
+		odb_kasan_counters(k, &ct);
+		CHECK(ct.detections == 2 && ct.reports == 1 && ct.suppressed == 1);
+	}
+	odb_kernel_destroy(k);
+}
+
+static void test_quarantine(const char *cmd)
+{
+	odb_kernel *k = boot(cmd, 1, 64 << 20);
+	struct odb_quarantine_stats s;
+	odb_cache *c;
+	odb_addr_t *objs;
+	unsigned int n = 3 * 256 + 3;
+	uint64_t pc[1];
+
+	CHECK(odb_kmem_cache_create(k, "q", 3968, 0, 0, NULL, NULL, &c) == ODB_OK);
+	objs = calloc(n, sizeof(*objs));
+	for (unsigned int i = 0; i < n; i++)
+		CHECK(odb_kmem_cache_alloc(k, c, ODB_GFP_KERNEL, &objs[i]) == ODB_OK);
+	for (unsigned int i = 0; i < 257; i++)
+		CHECK(odb_kmem_cache_free(k, c, objs[i]) == ODB_OK);
+	CHECK(odb_kasan_quarantine_stats(k, &s, pc) == ODB_OK);
+	CHECK(s.size == 257 * 4096 && pc[0] == 0);
+	CHECK(odb_kasan_quarantine_reduce(k) == ODB_OK);
+	CHECK(odb_kasan_quarantine_stats(k, &s, pc) == ODB_OK);
+	CHECK(s.max_size == (64u << 20) / 32 - (1u << 20));
+	if (strstr(cmd, "quarter")) {
+		/* down to 3/4 of max: the walk stops at the first object past
+		 * bytes - low = 257*4096 - 768 KiB */
+		CHECK(s.evicted_objects == 66 && s.size == (257 - 66) * 4096);
+		CHECK(s.size < (size_t)s.max_size * 3 / 4);
+	} else {
+		CHECK(s.evicted_objects == 257 && s.head == 1);   /* one whole batch */
+	}
+	for (unsigned int i = 257; i < n; i++)
+		CHECK(odb_kmem_cache_free(k, c, objs[i]) == ODB_OK);
+	CHECK(odb_kasan_quarantine_drain(k) == ODB_OK);
+	CHECK(odb_kasan_quarantine_stats(k, &s, pc) == ODB_OK);
+	CHECK(s.ring_bytes == 0 && pc[0] == 0);
+	CHECK(odb_kmem_cache_destroy(k, c) == ODB_OK);
+	{
+		char *d = odb_dmesg(k, false);
+		CHECK(d && !strstr(d, "still has objects"));   /* nothing lost */
+		free(d);
+	}
+	free(objs);
+	odb_kernel_destroy(k);
+}
+
+static void test_geometry(void)
+{
+	struct odb_quarantine_geometry g;
+
+	CHECK(odb_quarantine_geometry(4ULL << 30, 4, 0, &g) == ODB_OK);
+	CHECK(g.max_size == 130023424 && g.batch_size == 1048576 && g.batches == 1024 && g.slots_used == 124);
+	CHECK(odb_quarantine_geometry(128ULL << 30, 32, 0, &g) == ODB_OK);
+	CHECK(g.max_size == 4261412864ULL && g.batch_size == 8388608 && g.slots_used == 508);
+	CHECK(odb_quarantine_geometry(1ULL << 40, 4096, 4096, &g) == ODB_OK);
+	CHECK(g.max_size == 30064771072ULL && g.batch_size == 4194304 && g.batches == 16384 && g.slots_used == 7168);
+	CHECK(odb_quarantine_geometry(64 << 20, 4, 0, &g) == ODB_OK && g.max_size == 0);
+}
+
+static void test_threads(void)
+{
+	odb_kernel *k = boot("no_debug_objects", 2, 64 << 20);
+	struct odb_quarantine_storm cfg = { .ops_per_thread = 20000, .threads = 2, .live = 16,
+					    .min_size = 8, .max_size = 700, .seed = 1 };
+	struct odb_quarantine_storm_result r;
+	struct odb_quarantine_stats s;
+
+	CHECK(odb_quarantine_storm(k, &cfg, &r) == ODB_OK && r.ops == 40000);
+	CHECK(odb_report_count(k) == 0);
+	CHECK(odb_kasan_quarantine_drain(k) == ODB_OK);
+	CHECK(odb_kasan_quarantine_stats(k, &s, NULL) == ODB_OK && s.ring_bytes == 0 && s.percpu_total == 0);
+	odb_kernel_destroy(k);
+}
+
+int main(void)
+{
+	test_shadow_and_rules();
+	test_report_text();
+	test_quarantine("no_debug_objects odebug.quarantine=batched");
+	test_quarantine("no_debug_objects odebug.quarantine=quarter");
+	test_geometry();
+	test_threads();
+	printf("%d passed, %d failed\n", checks - failures, failures);
+	return failures != 0;
+}

@@ -1,0 +1,178 @@
+"""Generic KASAN's Python surface: checked accesses on the Kernel, the shadow,
+the quarantine (``k.kasan.quarantine.stats()`` / ``.reduce()``) and the
+quarantine geometry of a machine (``odebug.quarantine_geometry``)."""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from . import _core
+
+#: shadow byte values (generic mode, modern names)
+KASAN_PAGE_FREE = 0xFF
+KASAN_PAGE_REDZONE = 0xFE
+KASAN_SLAB_REDZONE = 0xFC
+KASAN_SLAB_FREE = 0xFB
+KASAN_SLAB_FREE_META = 0xFA
+KASAN_GRANULE_SIZE = 8
+QUARANTINE_PERCPU_SIZE = 1 << 20
+QUARANTINE_FRACTION = 32
+
+
+def _check_addr(addr: int, what: str = "addr") -> None:
+    if not isinstance(addr, int) or isinstance(addr, bool):
+        raise TypeError(f"{what}: expected int, not {type(addr).__name__}")
+    if not 0 <= addr < 1 << 64:
+        raise ValueError(f"{what}: {addr} is not a 64-bit address")
+
+
+def _check_n(n: int) -> None:
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"size: expected int, not {type(n).__name__}")
+    if n < 0:
+        raise ValueError(f"size: negative size {n}")
+
+
+def quarantine_geometry(ram: Union[int, str], cpus: int, nr_cpus: Optional[int] = None) -> dict:
+    """The quarantine's sizing for a machine, computed by the C core without
+    allocating anything: ``max_size`` (RAM/32 - 1 MiB x online CPUs, clamped at 0),
+    ``batch_size`` (max(1 MiB, 2 x total / batches)), ``batches``
+    (QUARANTINE_BATCHES = max(1024, 4 x CONFIG_NR_CPUS)), ``slots_used``
+    (max_size // batch_size), plus ``total_size``, ``percpu_reserve`` and the
+    pre-2016 policy's ``old_max_size`` / ``old_low_size`` / ``old_reduce_bytes``.
+    ``nr_cpus`` (CONFIG_NR_CPUS) defaults to max(256, cpus)."""
+    from .kernel import parse_size
+    r = parse_size(ram, "ram")
+    if not isinstance(cpus, int) or isinstance(cpus, bool):
+        raise TypeError(f"cpus: expected int, not {type(cpus).__name__}")
+    if cpus < 1 or cpus > 1 << 20:
+        raise ValueError(f"cpus: must be >= 1, not {cpus}")
+    if nr_cpus is None:
+        nr_cpus = max(256, cpus)
+    if not isinstance(nr_cpus, int) or isinstance(nr_cpus, bool):
+        raise TypeError(f"nr_cpus: expected int, not {type(nr_cpus).__name__}")
+    if nr_cpus < cpus or nr_cpus > 1 << 20:
+        raise ValueError(f"nr_cpus: must be >= cpus ({cpus}), not {nr_cpus}")
+    return _core.quarantine_geometry(r, cpus, nr_cpus)
+
+
+class Quarantine:
+    """The KASAN quarantine of one kernel (a light view)."""
+
+    __slots__ = ("_k",)
+
+    def __init__(self, kernel) -> None:
+        self._k = kernel
+
+    def stats(self) -> dict:
+        """size, max_size, batch_size, batches, head, tail, slots_used,
+        percpu_bytes (list per vCPU), ring_bytes, reduce/eviction counters and
+        histograms (evict_bytes_hist[i]: reduces that evicted [2^(i-1), 2^i)
+        bytes), free_ns_* (time freeing per evicting reduce) and lock_ns_*
+        (quarantine_lock hold times): max, p50, p99, total."""
+        return _core.kasan_quarantine_stats(self._k)
+
+    def reduce(self) -> None:
+        """One kasan_quarantine_reduce(), as a blocking allocation makes it."""
+        _core.kasan_quarantine_reduce(self._k)
+
+    def drain(self) -> None:
+        """Give every quarantined object back to its slab (remove_cache on every
+        cache; as in the kernel, quarantine_size is not lowered by it)."""
+        _core.kasan_quarantine_drain(self._k)
+
+    def cpu_offline(self, cpu: int, offline: bool = True) -> None:
+        """CPU hotplug: an offline vCPU's list is freed and its frees skip the quarantine."""
+        _core.kasan_quarantine_cpu_offline(self._k, cpu, bool(offline))
+
+    def storm(self, ops: int = 100_000, *, threads: int = 1, live: int = 64,
+              min_size: int = 16, max_size: int = 512, seed: int = 0) -> dict:
+        """kmalloc/kfree churn in C on ``threads`` vCPUs (every free enters the
+        quarantine); returns elapsed_ns, ops and alloc/free p50/p99/max in ns."""
+        return _core.quarantine_storm(self._k, ops, threads, live, min_size, max_size, seed)
+
+
+class Kasan:
+    """KASAN of one kernel: ``shadow(addr, n)``, ``quarantine``, counters."""
+
+    __slots__ = ("_k",)
+
+    def __init__(self, kernel) -> None:
+        self._k = kernel
+
+    @property
+    def enabled(self) -> bool:
+        return _core.kasan_counters(self._k)["enabled"]
+
+    def counters(self) -> dict:
+        """enabled, multi_shot, fault_panic, detections (every bad access or free,
+        printed or not), reports (printed), suppressed (single-shot)."""
+        return _core.kasan_counters(self._k)
+
+    @property
+    def detections(self) -> int:
+        return _core.kasan_counters(self._k)["detections"]
+
+    def shadow(self, addr: int, n: int) -> bytes:
+        """The shadow bytes of the 8-byte granules covering [addr, addr+n)."""
+        _check_addr(addr)
+        _check_n(n)
+        return _core.kasan_shadow(self._k, addr, n)
+
+    def check(self, addr: int, n: int, write: bool = False) -> None:
+        """kasan_check_read/write(): check only, nothing accessed."""
+        _check_addr(addr)
+        _core.kasan_check(self._k, addr, n, bool(write))
+
+    def check_byte(self, addr: int) -> bool:
+        """kasan_check_byte(): False (after a report) if the byte is not accessible."""
+        _check_addr(addr)
+        return _core.kasan_check_byte(self._k, addr)
+
+    @property
+    def quarantine(self) -> Quarantine:
+        return Quarantine(self._k)
+
+
+class KasanMixin:
+    """Kernel methods of KASAN (mixed into ``odebug.Kernel``)."""
+
+    @property
+    def kasan(self) -> Kasan:
+        """KASAN: shadow(), quarantine.stats()/reduce(), counters()."""
+        return Kasan(self)
+
+    def read(self, addr: int, n: int, *, cpu: Optional[int] = None) -> bytes:
+        """One KASAN-checked access of n bytes ("Read of size n"): a bad access in
+        the kernel's memory is reported and performed; outside it, reported and
+        not performed (zeros)."""
+        _check_addr(addr)
+        _check_n(n)
+        with self._cpu(cpu):
+            return _core.kasan_read(self, addr, n)
+
+    def write(self, addr: int, data, *, cpu: Optional[int] = None) -> None:
+        """One KASAN-checked access of len(data) bytes ("Write of size n")."""
+        _check_addr(addr)
+        with self._cpu(cpu):
+            _core.kasan_write(self, addr, data)
+
+    def memset(self, addr: int, c: int, n: int, *, cpu: Optional[int] = None) -> None:
+        """memset() as instrumented by KASAN: checked over the range, skipped if bad."""
+        _check_addr(addr)
+        _check_n(n)
+        with self._cpu(cpu):
+            _core.kasan_memset(self, addr, int(c), n)
+
+    def memcpy(self, dst: int, src: int, n: int, *, cpu: Optional[int] = None) -> None:
+        """memcpy(): source checked as a read, then destination as a write."""
+        _check_addr(dst, "dst")
+        _check_addr(src, "src")
+        with self._cpu(cpu):
+            _core.kasan_memcpy(self, dst, src, n)
+
+    def memmove(self, dst: int, src: int, n: int, *, cpu: Optional[int] = None) -> None:
+        """memmove(): as memcpy; a size that wraps ((size_t)-2) is out-of-bounds."""
+        _check_addr(dst, "dst")
+        _check_addr(src, "src")
+        with self._cpu(cpu):
+            _core.kasan_memmove(self, dst, src, n)
