@@ -85,7 +85,7 @@ def format_table(res: Dict[str, object]) -> str:
 
 
 def slab_pairs(n: int = 2_000_000, *, size: int = 64, rounds: int = 5,
-               flags=("-", "P", "FZPU"), paths=("relaxed", "locked")) -> Dict[str, object]:
+               flags=("-", "P", "FZPU"), paths=("relaxed", "locked", "modern")) -> Dict[str, object]:
     """ns per alloc+free pair on a ``size``-byte cache for each (path, flags), and
     glibc malloc/free of the same size, interleaved round by round (median).
 

@@ -16,10 +16,24 @@ __GFP_ZERO = _core.__GFP_ZERO
 NU = SLAB_NO_USER_FLAGS
 
 
+PATH = "relaxed"     # the slub_kunit-style tests also run on the modern flows, below
+
+
 def K(cmdline="", **kw):
     kw.setdefault("ram", "64M")
     # KASAN and debug objects stay out of the slab's own tests
-    return odebug.Kernel(("kasan=off no_debug_objects " + cmdline).strip(), **kw)
+    base = "kasan=off no_debug_objects"
+    if "slub_path" not in cmdline and PATH != "relaxed":
+        base += f" odebug.slub_path={PATH}"
+    return odebug.Kernel((base + " " + cmdline).strip(), **kw)
+
+
+@pytest.fixture(params=["relaxed", "modern"])
+def path(request):
+    global PATH
+    PATH = request.param
+    yield request.param
+    PATH = "relaxed"
 
 
 def errors_of(k, fn):
@@ -29,7 +43,7 @@ def errors_of(k, fn):
 
 
 # ---- lib/slub_kunit.c -----------------------------------------------------------------
-def test_clobber_zone():
+def test_clobber_zone(path):
     k = K()
     s = k.kmem_cache_create("TestSlub_RZ_alloc", 64, flags=SLAB_RED_ZONE | NU)
     p = s.alloc()
@@ -41,7 +55,7 @@ def test_clobber_zone():
     s.destroy()
 
 
-def test_next_pointer():
+def test_next_pointer(path):
     k = K()
     s = k.kmem_cache_create("TestSlub_next_ptr_free", 64, flags=SLAB_POISON | NU)
     p = s.alloc()
@@ -59,7 +73,7 @@ def test_next_pointer():
 
 @pytest.mark.parametrize("name,off,val", [("TestSlub_1th_word_free", 0, 0x78),
                                           ("TestSlub_50th_word_free", 50, 0x9a)])
-def test_poison_after_free(name, off, val):
+def test_poison_after_free(name, off, val, path):
     k = K()
     s = k.kmem_cache_create(name, 64, flags=SLAB_POISON | NU)
     p = s.alloc()
@@ -73,7 +87,7 @@ def test_poison_after_free(name, off, val):
     s.destroy()
 
 
-def test_clobber_redzone_free():
+def test_clobber_redzone_free(path):
     k = K()
     s = k.kmem_cache_create("TestSlub_RZ_free", 64, flags=SLAB_RED_ZONE | NU)
     p = s.alloc()
@@ -84,7 +98,7 @@ def test_clobber_redzone_free():
     s.destroy()
 
 
-def test_kmalloc_redzone_access():
+def test_kmalloc_redzone_access(path):
     k = K()
     s = k.kmem_cache_create("TestSlub_RZ_kmalloc", 32,
                             flags=SLAB_KMALLOC | SLAB_STORE_USER | SLAB_RED_ZONE | NU)
@@ -96,7 +110,7 @@ def test_kmalloc_redzone_access():
     s.destroy()
 
 
-def test_leak_destroy():
+def test_leak_destroy(path):
     k = K()
     s = k.kmem_cache_create("TestSlub_leak_destroy", 64, flags=NU)
     p = s.alloc()
@@ -108,7 +122,7 @@ def test_leak_destroy():
         s.alloc()
 
 
-def test_kfree_rcu():
+def test_kfree_rcu(path):
     k = K()
     s = k.kmem_cache_create("TestSlub_kfree_rcu", 16, flags=_core.SLAB_NO_MERGE | NU)
     p = s.alloc()
@@ -139,7 +153,7 @@ def test_kfree_rcu_wq_destroy():
     assert not k.reports
 
 
-def test_krealloc_redzone_zeroing():
+def test_krealloc_redzone_zeroing(path):
     k = K()
     s = k.kmem_cache_create("TestSlub_krealloc", 64,
                             flags=SLAB_KMALLOC | SLAB_STORE_USER | SLAB_RED_ZONE | NU)
@@ -161,7 +175,7 @@ def test_krealloc_redzone_zeroing():
 
 
 # ---- SLUB_RESILIENCY_TEST (mm/slub.c, historic) ------------------------------------------
-def test_resiliency_corruption_after_allocation():
+def test_resiliency_corruption_after_allocation(path):
     k = K("slub_debug=FZPU")
     p = k.kmalloc(16)
     k.raw(p + 16, 1)[0] = 0x12
@@ -177,7 +191,7 @@ def test_resiliency_corruption_after_allocation():
     assert k.cache("kmalloc-64").validate() == 0
 
 
-def test_resiliency_corruption_after_free():
+def test_resiliency_corruption_after_free(path):
     k = K("slub_debug=FZPU")
     for size, off, val, kind in [(128, 0, 0x78, "Poison overwritten"),
                                  (256, 50, 0x9a, "Poison overwritten"),
@@ -272,6 +286,7 @@ def test_slub_debug_unknown_letter_and_per_cache_flags():
 # ---- the two debug paths (the seed) ------------------------------------------------------
 def test_cmpxchg_policy():
     for path, letters, cmpxchg in [("relaxed", "P", True), ("relaxed", "Z", True),
+                                   ("modern", "P", True), ("modern", "F", False),
                                    ("relaxed", "F", False), ("relaxed", "U", False),
                                    ("relaxed", "T", False), ("relaxed", "", True),
                                    ("locked", "P", False), ("locked", "", True)]:
@@ -281,6 +296,7 @@ def test_cmpxchg_policy():
     assert K().param("odebug.slub_path") == "relaxed"
     with pytest.raises(ValueError, match="odebug.slub_path"):
         K("odebug.slub_path=fast")
+    assert K("odebug.slub_path=modern").param("odebug.slub_path") == "modern"
 
 
 def test_poison_only_checked_on_alloc_only_in_locked_path():
@@ -337,7 +353,7 @@ def test_failed_check_on_free_still_frees_in_locked_path():
     assert "First byte 0xcc instead of 0xbb" in k.reports[-1].text
 
 
-def test_double_free_with_consistency_checks():
+def test_double_free_with_consistency_checks(path):
     k = K("slub_debug=F")
     s = k.kmem_cache_create("df", 48)
     p = s.alloc()
@@ -451,7 +467,7 @@ def test_ksize_with_debug():
 
 
 # ---- statistics, slabinfo, cross-CPU frees -----------------------------------------------
-def test_stats_add_up_and_remote_frees():
+def test_stats_add_up_and_remote_frees(path):
     k = K(cpus=2)
     s = k.kmem_cache_create("st", 128)
     objs = [s.alloc(cpu=0) for _ in range(500)]
@@ -527,7 +543,7 @@ def test_trace():
     assert "Object ffff" in d and "Call Trace:" in d
 
 
-def test_tracks_name_the_python_caller():
+def test_tracks_name_the_python_caller(path):
     k = K("slub_debug=FZPU")
     k.advance(ms=5)
     p = k.kmalloc(40, cpu=1)
@@ -571,7 +587,7 @@ def test_panic_on_warn_raises_kernelbug():
 
 # ---- real threads ----------------------------------------------------------------------------
 @pytest.mark.threads
-def test_threads_on_vcpus_no_lost_objects():
+def test_threads_on_vcpus_no_lost_objects(path):
     k = K(cpus=4, ram="128M")
     caches = [k.kmem_cache_create("thr", 96), k.kmem_cache_create("thrp", 96, flags="P")]
     n_threads, rounds = 8, 3000

@@ -12,3 +12,11 @@ class LockedSlabMachine(SlabMachine):
 
 TestSlabMachine = SlabMachine.TestCase
 TestLockedSlabMachine = LockedSlabMachine.TestCase
+
+
+class ModernSlabMachine(SlabMachine):
+    """The v6.2+ debug flows (relaxed rules for the checks)."""
+    cmdline = "kasan=off no_debug_objects odebug.slub_path=modern"
+
+
+TestModernSlabMachine = ModernSlabMachine.TestCase

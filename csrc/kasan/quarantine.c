@@ -48,7 +48,7 @@ static inline bool qlist_empty(const struct qlist_head *q) { return !q->head; }
 static inline void qlist_init(struct qlist_head *q)
 {
 	q->head = q->tail = NULL;
-	q->bytes = 0;
+	WRITE_ONCE(q->bytes, 0);      /* per-CPU bytes are read by stats/peak */
 }
 
 static inline void qlist_put(struct odb_kernel *k, struct qlist_head *q, struct qlist_node *n,
@@ -60,7 +60,7 @@ static inline void qlist_put(struct odb_kernel *k, struct qlist_head *q, struct 
 		qlink_set_next(k, q->tail, n);
 	q->tail = n;
 	qlink_set_next(k, n, NULL);
-	q->bytes += size;
+	WRITE_ONCE(q->bytes, q->bytes + size);
 }
 
 static inline void qlist_move_all(struct odb_kernel *k, struct qlist_head *from,
@@ -69,13 +69,16 @@ static inline void qlist_move_all(struct odb_kernel *k, struct qlist_head *from,
 	if (unlikely(qlist_empty(from)))
 		return;
 	if (qlist_empty(to)) {
-		*to = *from;          /* quirk: copies `offline' too */
+		to->head = from->head;
+		to->tail = from->tail;
+		WRITE_ONCE(to->bytes, from->bytes);
+		to->offline = from->offline;   /* quirk: copies `offline' too */
 		qlist_init(from);
 		return;
 	}
 	qlink_set_next(k, to->tail, from->head);
 	to->tail = from->tail;
-	to->bytes += from->bytes;
+	WRITE_ONCE(to->bytes, to->bytes + from->bytes);
 	qlist_init(from);
 }
 
@@ -241,7 +244,7 @@ static void note_peak(struct odb_kernel *k)
 	if (tot > READ_ONCE(q->st.peak_total)) {
 		pthread_mutex_lock(&q->stats_lock);
 		if (tot > q->st.peak_total)
-			q->st.peak_total = tot;
+			WRITE_ONCE(q->st.peak_total, tot);
 		pthread_mutex_unlock(&q->stats_lock);
 	}
 }
@@ -251,7 +254,7 @@ static void note_eviction(struct odb_kernel *k, uint64_t bytes, uint64_t objects
 	struct quarantine *q = &kasan_state(k)->q;
 
 	pthread_mutex_lock(&q->stats_lock);
-	q->st.in_flight -= bytes;
+	WRITE_ONCE(q->st.in_flight, q->st.in_flight - bytes);
 	if (objects || bytes)
 		q->st.reduce_evicting++;
 	q->st.evicted_objects += objects;
@@ -272,7 +275,7 @@ static void note_eviction(struct odb_kernel *k, uint64_t bytes, uint64_t objects
 static void note_in_flight(struct quarantine *q, uint64_t bytes)
 {
 	pthread_mutex_lock(&q->stats_lock);
-	q->st.in_flight += bytes;
+	WRITE_ONCE(q->st.in_flight, q->st.in_flight + bytes);
 	pthread_mutex_unlock(&q->stats_lock);
 }
 
@@ -480,7 +483,7 @@ void quarantine_reduce(struct odb_kernel *k)
 		if (!q->old_global.head)
 			q->old_global.tail = NULL;
 		qlink_set_next(k, last, NULL);
-		q->old_global.bytes -= size_to_free;
+		WRITE_ONCE(q->old_global.bytes, q->old_global.bytes - size_to_free);
 	}
 	note_in_flight(q, size_to_free);
 	t1 = odb_host_ns();
@@ -651,11 +654,11 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 	}
 	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 	pthread_mutex_lock(&q->stats_lock);
-	out->put_calls = q->st.put_calls;
-	out->put_refused = q->st.put_refused;
-	out->flushes = q->st.flushes;
-	out->reduce_calls = q->st.reduce_calls;
-	out->reduce_slow = q->st.reduce_slow;
+	out->put_calls = READ_ONCE(q->st.put_calls);
+	out->put_refused = READ_ONCE(q->st.put_refused);
+	out->flushes = READ_ONCE(q->st.flushes);
+	out->reduce_calls = READ_ONCE(q->st.reduce_calls);
+	out->reduce_slow = READ_ONCE(q->st.reduce_slow);
 	out->reduce_evicting = q->st.reduce_evicting;
 	out->evicted_objects = q->st.evicted_objects;
 	out->evicted_bytes = q->st.evicted_bytes;

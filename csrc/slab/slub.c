@@ -617,6 +617,106 @@ static void slab_out_of_memory(struct kmem_cache *s, gfp_t gfp)
 	       atomic_load(&s->node.nr_slabs), atomic_load(&s->node.total_objects));
 }
 
+/* ---- the modern debug flows (v6.2+): no cpu slab, everything under list_lock --- */
+static void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
+				       struct slab *sl, unsigned long addr, unsigned int orig_size)
+{
+	void *object = slab_freelist(sl);
+	unsigned long c = slab_counters(sl);
+	unsigned int inuse = SLAB_INUSE(c) + 1, objs = SLAB_OBJECTS(c);
+
+	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(inuse, objs, 0));
+	if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
+		remove_partial(n, sl);       /* "Marking all objects used": never again */
+		return NULL;
+	}
+	if (inuse == objs) {
+		remove_partial(n, sl);
+		add_full(s, n, sl);
+	}
+	return object;
+}
+
+static void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+				unsigned int orig_size)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct list_head *pos, *tmp;
+	void *object = NULL;
+	struct slab *sl;
+
+	stat_cpu(s, cpu, ALLOC_SLOWPATH);
+	if (node_nr_partial(n)) {
+		spin_lock(&n->list_lock);
+		list_for_each_safe(pos, tmp, &n->partial) {
+			sl = list_entry(pos, struct slab, slab_list);
+			object = alloc_single_from_partial(s, n, sl, addr, orig_size);
+			if (object) {
+				stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
+				break;
+			}
+		}
+		spin_unlock(&n->list_lock);
+		if (object)
+			return object;
+	}
+	sl = allocate_slab(s, gfp, cpu);
+	if (!sl) {
+		slab_out_of_memory(s, gfp);
+		return NULL;
+	}
+	stat_cpu(s, cpu, ALLOC_SLAB);
+	/* alloc_single_from_new_slab */
+	object = slab_freelist(sl);
+	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(1, SLAB_OBJECTS(sl->counters), 0));
+	if (!alloc_debug_processing(s, sl, object, addr, orig_size))
+		return NULL;   /* not expected on a new slab; it is left off every list */
+	spin_lock(&n->list_lock);
+	if (SLAB_OBJECTS(sl->counters) == 1)
+		add_full(s, n, sl);
+	else
+		add_partial(n, sl, DEACTIVATE_TO_HEAD_MODE);
+	spin_unlock(&n->list_lock);
+	return object;
+}
+
+static void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
+				 int cnt, unsigned long addr, int cpu)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct slab *slab_free = NULL;
+	bool unused;
+	void *prior;
+	unsigned long c;
+	unsigned int inuse;
+
+	spin_lock(&n->list_lock);
+	if (!free_debug_processing(s, sl, head, tail, cnt, addr, &unused)) {
+		spin_unlock(&n->list_lock);
+		return;
+	}
+	prior = slab_freelist(sl);
+	c = slab_counters(sl);
+	set_freepointer(s, tail, prior);
+	inuse = SLAB_INUSE(c) - (unsigned int)cnt;
+	slab_set(sl, head, SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
+	if (!inuse && n->nr_partial >= s->min_partial) {
+		if (prior)
+			remove_partial(n, sl);
+		else
+			remove_full(s, n, sl);
+		slab_free = sl;
+		stat_cpu(s, cpu, FREE_SLAB);
+	} else if (!prior) {
+		remove_full(s, n, sl);
+		add_partial(n, sl, DEACTIVATE_TO_TAIL_MODE);
+		stat_cpu(s, cpu, FREE_ADD_PARTIAL);
+	}
+	spin_unlock(&n->list_lock);
+	if (slab_free)
+		discard_slab(s, slab_free);
+}
+
 /* ___slab_alloc: irq lock of cpu held. */
 static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
 			   unsigned int orig_size)
@@ -625,6 +725,8 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, 
 	void *freelist;
 	struct slab *sl;
 
+	if (kmem_cache_debug(s) && slab_state(s->k)->path == SLUB_PATH_MODERN)
+		return alloc_debug_modern(s, gfp, addr, cpu, orig_size);
 	stat_cpu(s, cpu, ALLOC_SLOWPATH);
 	sl = c->slab;
 	if (!sl)
@@ -736,6 +838,10 @@ static void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void 
 	bool frozen;
 
 	stat_cpu(s, cpu, FREE_SLOWPATH);
+	if (kmem_cache_debug(s) && slab_state(s->k)->path == SLUB_PATH_MODERN) {
+		free_to_partial_list(s, sl, head, tail, cnt, addr, cpu);
+		return;
+	}
 	if (kmem_cache_debug(s) && !free_debug_processing(s, sl, head, tail, cnt, addr, &n_locked))
 		return;
 	do {
@@ -1269,8 +1375,10 @@ static int set_slub_path(struct odb_kernel *k, const char *val)
 		slab_state(k)->path = SLUB_PATH_RELAXED;
 	else if (val && !strcmp(val, "locked"))
 		slab_state(k)->path = SLUB_PATH_LOCKED;
+	else if (val && !strcmp(val, "modern"))
+		slab_state(k)->path = SLUB_PATH_MODERN;
 	else
-		return odb_err(k, ODB_EINVAL, "odebug.slub_path: `%s' invalid (relaxed|locked)",
+		return odb_err(k, ODB_EINVAL, "odebug.slub_path: `%s' invalid (relaxed|locked|modern)",
 			       val ? val : "");
 	return 0;
 }
@@ -1281,7 +1389,9 @@ void odb_slub_debug_show(struct odb_kernel *k, char *buf, size_t len) { slub_deb
 
 void odb_slub_path_show(struct odb_kernel *k, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", slab_state(k)->path == SLUB_PATH_LOCKED ? "locked" : "relaxed");
+	enum slub_path p = slab_state(k)->path;
+
+	snprintf(buf, len, "%s", p == SLUB_PATH_LOCKED ? "locked" : p == SLUB_PATH_MODERN ? "modern" : "relaxed");
 }
 
 /* The slab state must exist before the command line is parsed (slub_debug=). */

@@ -108,7 +108,10 @@ struct kmem_cache {
 #define KMALLOC_MAX_SIZE (PAGE_SIZE << MAX_PAGE_ORDER)
 struct slub_debug_block;
 
-enum slub_path { SLUB_PATH_RELAXED = 0, SLUB_PATH_LOCKED = 1 };
+/* relaxed: the 2016 series; locked: before it; modern: the v6.2+ debug flows
+ * (one object at a time from partial/new slabs under list_lock, no freezing,
+ * frees through free_to_partial_list) with the relaxed rules for checks. */
+enum slub_path { SLUB_PATH_RELAXED = 0, SLUB_PATH_LOCKED = 1, SLUB_PATH_MODERN = 2 };
 
 struct odb_slab_state {
 	struct mutex slab_mutex;            /* slab_caches list, create/destroy */
@@ -232,7 +235,8 @@ static inline bool slub_debug_orig_size(const struct kmem_cache *s)
 int alloc_debug_processing(struct kmem_cache *s, struct slab *sl, void *object,
 			   unsigned long addr, unsigned int orig_size);
 /* Returns 1 to go on freeing.  In the locked path, *locked tells the caller
- * that list_lock is held on return (the pre-2016 "keep node lock"). */
+ * that list_lock is held on return (the pre-2016 "keep node lock").  In the
+ * modern path the caller (free_to_partial_list) holds list_lock already. */
 int free_debug_processing(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 			  int bulk_cnt, unsigned long addr, bool *locked);
 int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val);

@@ -825,9 +825,13 @@ int free_debug_processing(struct kmem_cache *s, struct slab *sl, void *head, voi
 	void *object = head;
 	int cnt = 0, ret = 0;
 
+	bool modern = slab_state(s->k)->path == SLUB_PATH_MODERN;
+
 	*locked = false;
-	spin_lock(&n->list_lock);
-	slab_lock(sl);
+	if (!modern) {
+		spin_lock(&n->list_lock);
+		slab_lock(sl);
+	}
 	if (checks && !check_slab(s, sl))
 		goto out;
 next_object:
@@ -856,6 +860,8 @@ out_ok:
 	if (cnt != bulk_cnt)
 		slab_err(s, sl, "Bulk free expected objects", "Bulk free expected %d objects but found %d",
 			 bulk_cnt, cnt);
+	if (modern)
+		return 1;
 	slab_unlock(sl);
 	if (slub_locked(s)) {
 		/* "Keep node_lock to preserve integrity until the object is actually freed" */
@@ -868,8 +874,10 @@ out:
 	if (cnt != bulk_cnt)
 		slab_err(s, sl, "Bulk free expected objects", "Bulk free expected %d objects but found %d",
 			 bulk_cnt, cnt);
-	slab_unlock(sl);
-	spin_unlock(&n->list_lock);
+	if (!modern) {
+		slab_unlock(sl);
+		spin_unlock(&n->list_lock);
+	}
 	slab_fix(s, "Object at 0x%016llx not freed", V(s, object));
 	return ret;
 }
