@@ -1,6 +1,6 @@
 """``python -m odebug``: the command line.
 
-  python -m odebug bench [slab|debugobjects|all] [options]
+  python -m odebug bench [slab|quarantine|debugobjects|all] [options]
 """
 from __future__ import annotations
 

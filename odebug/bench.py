@@ -140,9 +140,15 @@ def format_slab_table(res: Dict[str, object]) -> str:
 
 
 def main(argv=None) -> None:
-    """``python -m odebug bench [slab|debugobjects|all] ...``"""
+    """``python -m odebug bench [slab|quarantine|debugobjects|all] ...``"""
     argv = list(argv or [])
     what = argv.pop(0) if argv and not argv[0].startswith("-") else "all"
+    if what in ("quarantine", "all"):
+        from . import bench_kasan
+        bench_kasan.main(argv if what == "quarantine" else [])
+        if what == "quarantine":
+            return
+        print()
     if what in ("slab", "all"):
         q = argparse.ArgumentParser(prog="odebug bench slab")
         q.add_argument("--pairs", type=int, default=2_000_000)
@@ -153,7 +159,8 @@ def main(argv=None) -> None:
             return
         print()
     if what not in ("debugobjects", "all"):
-        raise SystemExit(f"odebug bench: unknown benchmark {what!r} (slab, debugobjects, all)")
+        raise SystemExit(f"odebug bench: unknown benchmark {what!r} "
+                         "(slab, quarantine, debugobjects, all)")
     p = argparse.ArgumentParser(prog="odebug bench debugobjects",
                                 description="debug objects: eager vs lazy freeing under churn")
     p.add_argument("--cpus", type=int, default=8)

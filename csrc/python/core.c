@@ -153,10 +153,10 @@ static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct od
 		Py_XDECREF(at);
 		return NULL;
 	}
-	d = Py_BuildValue("{s:K,s:s,s:s,s:s,s:K,s:n,s:O,s:z,s:K,s:l,s:O,s:O}",
+	d = Py_BuildValue("{s:K,s:s,s:s,s:s,s:K,s:K,s:O,s:z,s:K,s:l,s:O,s:O}",
 			  "seq", (unsigned long long)r->seq,
 			  "subsystem", r->subsystem, "kind", r->kind, "text", r->text,
-			  "addr", (unsigned long long)r->addr, "size", (Py_ssize_t)r->size,
+			  "addr", (unsigned long long)r->addr, "size", (unsigned long long)r->size,
 			  "is_write", r->is_write < 0 ? Py_None : (r->is_write ? Py_True : Py_False),
 			  "cache", r->cache,
 			  "object", (unsigned long long)r->object, "offset", r->offset,
