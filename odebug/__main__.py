@@ -1,5 +1,6 @@
 """``python -m odebug``: the command line.
 
+  python -m odebug reproduce [debugobjects|quarantine|slub|all] [--quick] [--json FILE] [--runs N]
   python -m odebug bench [slab|quarantine|debugobjects|all] [options]
 """
 from __future__ import annotations
@@ -15,6 +16,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(__doc__.strip())
         return 0
     cmd, rest = argv[0], argv[1:]
+    if cmd == "reproduce":
+        from . import reproduce
+        return reproduce.main(rest)
     if cmd == "bench":
         from . import bench
         bench.main(rest)

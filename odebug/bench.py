@@ -50,7 +50,9 @@ def debugobjects_churn(policy: str, *, cpus: int = 8, rounds: int = 2000, wave: 
         if not threads:
             k.advance(ms=1000)            # let the last freeing runs happen
         s = d.stats()
+        text = d.stats_text()
         out: Dict[str, float] = dict(s)
+        out["stats_text"] = text  # type: ignore[assignment]
         out.update(policy=policy, cycles=r["cycles"], ns_per_cycle=r["ns_per_cycle"],
                    peak_live=r["peak_live"], virtual_s=r["virtual_ns"] / 1e9,
                    work_runs=d.internals()["work_runs"])
