@@ -175,7 +175,8 @@ static PyObject *py_kmalloc(PyObject *m, PyObject *args)
 	return PyLong_FromUnsignedLongLong(a);
 }
 
-static PyObject *py_kfree(PyObject *m, PyObject *args)
+/* (kernel, address) calls that return nothing: kfree, kfree_rcu */
+static PyObject *addr_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *, odb_addr_t))
 {
 	PyObject *kobj;
 	unsigned long long a;
@@ -186,28 +187,14 @@ static PyObject *py_kfree(PyObject *m, PyObject *args)
 		return NULL;
 	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
-	ret = odb_kfree(ko->k, a);
+	ret = fn(ko->k, a);
 	if (ret)
 		return odb_raise(ko, ret);
 	Py_RETURN_NONE;
 }
 
-static PyObject *py_kfree_rcu(PyObject *m, PyObject *args)
-{
-	PyObject *kobj;
-	unsigned long long a;
-	KernelObject *ko;
-	int ret;
-
-	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
-		return NULL;
-	if (!(ko = odb_py_kernel(m, kobj, true)))
-		return NULL;
-	ret = odb_kfree_rcu(ko->k, a);
-	if (ret)
-		return odb_raise(ko, ret);
-	Py_RETURN_NONE;
-}
+static PyObject *py_kfree(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree); }
+static PyObject *py_kfree_rcu(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree_rcu); }
 
 static PyObject *py_rcu_barrier(PyObject *m, PyObject *kobj)
 {
