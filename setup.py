@@ -66,6 +66,22 @@ class SharedLib(Extension):
 
 
 class odebug_build_ext(build_ext):
+    def run(self):
+        # A variant switch (ODEBUG_SANITIZE, ODEBUG_DEBUG, ...) changes only flags,
+        # which distutils does not track: rebuild everything when they change.
+        sig = repr(flags())
+        stamp = os.path.join(self.build_temp, "odebug-flags")
+        try:
+            with open(stamp) as f:
+                if f.read() != sig:
+                    self.force = True
+        except OSError:
+            self.force = True
+        super().run()
+        os.makedirs(self.build_temp, exist_ok=True)
+        with open(stamp, "w") as f:
+            f.write(sig)
+
     def get_ext_filename(self, fullname):
         # distutils passes either the dotted name or only its last part
         parts = fullname.split(".")
