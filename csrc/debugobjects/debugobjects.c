@@ -236,19 +236,16 @@ void debug_objects_param_disable_get(struct odb_kernel *k, char *buf, size_t len
 
 int debug_objects_param_free(struct odb_kernel *k, const char *val)
 {
+	static const char *const names[] = { "lazy", "eager", NULL };
 	struct debug_objects *d = dobj_alloc(k);
+	int i, r;
 
 	if (!d)
 		return ODB_ENOMEM;
-	if (val && !strcmp(val, "lazy"))
-		d->policy = ODEBUG_FREE_LAZY;
-	else if (val && !strcmp(val, "eager"))
-		d->policy = ODEBUG_FREE_EAGER;
-	else
-		return odb_err(k, ODB_EINVAL,
-			       "odebug.objects_free: `%s' invalid for parameter `odebug.objects_free' (lazy or eager)",
-			       val ? val : "");
-	return 0;
+	r = odb_param_choice(k, "odebug.objects_free", val, names, &i);
+	if (!r)
+		d->policy = i ? ODEBUG_FREE_EAGER : ODEBUG_FREE_LAZY;
+	return r;
 }
 
 void debug_objects_param_free_get(struct odb_kernel *k, char *buf, size_t len)
@@ -260,19 +257,16 @@ void debug_objects_param_free_get(struct odb_kernel *k, char *buf, size_t len)
 
 int debug_objects_param_warn(struct odb_kernel *k, const char *val)
 {
+	static const char *const names[] = { "v6.2", "v5.3", NULL };
 	struct debug_objects *d = dobj_alloc(k);
+	int i, r;
 
 	if (!d)
 		return ODB_ENOMEM;
-	if (val && !strcmp(val, "v6.2"))
-		d->warn_format = ODEBUG_WARN_V62;
-	else if (val && !strcmp(val, "v5.3"))
-		d->warn_format = ODEBUG_WARN_V53;
-	else
-		return odb_err(k, ODB_EINVAL,
-			       "odebug.objects_warn: `%s' invalid for parameter `odebug.objects_warn' (v6.2 or v5.3)",
-			       val ? val : "");
-	return 0;
+	r = odb_param_choice(k, "odebug.objects_warn", val, names, &i);
+	if (!r)
+		d->warn_format = i ? ODEBUG_WARN_V53 : ODEBUG_WARN_V62;
+	return r;
 }
 
 void debug_objects_param_warn_get(struct odb_kernel *k, char *buf, size_t len)

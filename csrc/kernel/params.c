@@ -41,6 +41,24 @@ int odb_kstrtobool(const char *s, bool *out)
 	return -1;
 }
 
+int odb_param_choice(struct odb_kernel *k, const char *name, const char *val,
+		     const char *const choices[], int *out)
+{
+	char list[128];
+	size_t n = 0;
+
+	for (int i = 0; choices[i]; i++) {
+		if (val && !strcmp(val, choices[i])) {
+			*out = i;
+			return 0;
+		}
+		n += (size_t)snprintf(list + n, n < sizeof(list) ? sizeof(list) - n : 0, "%s%s",
+				      i ? "|" : "", choices[i]);
+	}
+	return odb_err(k, ODB_EINVAL, "%s: `%s' invalid for parameter `%s' (%s)", name,
+		       val ? val : "", name, list);
+}
+
 static int set_panic_on_warn(struct odb_kernel *k, const char *val)
 {
 	unsigned long v;

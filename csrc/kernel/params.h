@@ -6,6 +6,11 @@
 
 int odb_kstrtoul(const char *s, unsigned long *out);
 int odb_kstrtobool(const char *s, bool *out);
+struct odb_kernel;
+/* A parameter taking one of choices[] (NULL-terminated): *out gets its index,
+ * or ODB_EINVAL names the parameter and the choices. */
+int odb_param_choice(struct odb_kernel *k, const char *name, const char *val,
+		     const char *const choices[], int *out);
 
 /* Each room appends its entries here as it arrives, e.g.
  *   { "slub_debug", slub_debug_setup, slub_debug_show },               */

@@ -1369,18 +1369,15 @@ unsigned int kmem_cache_object_size(const struct kmem_cache *s) { return s->obje
 unsigned int kmem_cache_size(const struct kmem_cache *s) { return s->size; }
 
 /* ---- boot ------------------------------------------------------------------------------- */
+static const char *const slub_path_names[] = { "relaxed", "locked", "modern", NULL };
+
 static int set_slub_path(struct odb_kernel *k, const char *val)
 {
-	if (val && !strcmp(val, "relaxed"))
-		slab_state(k)->path = SLUB_PATH_RELAXED;
-	else if (val && !strcmp(val, "locked"))
-		slab_state(k)->path = SLUB_PATH_LOCKED;
-	else if (val && !strcmp(val, "modern"))
-		slab_state(k)->path = SLUB_PATH_MODERN;
-	else
-		return odb_err(k, ODB_EINVAL, "odebug.slub_path: `%s' invalid (relaxed|locked|modern)",
-			       val ? val : "");
-	return 0;
+	int i, r = odb_param_choice(k, "odebug.slub_path", val, slub_path_names, &i);
+
+	if (!r)
+		slab_state(k)->path = (enum slub_path)i;
+	return r;
 }
 
 int odb_slub_path_param(struct odb_kernel *k, const char *val) { return set_slub_path(k, val); }
@@ -1389,9 +1386,7 @@ void odb_slub_debug_show(struct odb_kernel *k, char *buf, size_t len) { slub_deb
 
 void odb_slub_path_show(struct odb_kernel *k, char *buf, size_t len)
 {
-	enum slub_path p = slab_state(k)->path;
-
-	snprintf(buf, len, "%s", p == SLUB_PATH_LOCKED ? "locked" : p == SLUB_PATH_MODERN ? "modern" : "relaxed");
+	snprintf(buf, len, "%s", slub_path_names[slab_state(k)->path]);
 }
 
 /* The slab state must exist before the command line is parsed (slub_debug=). */
