@@ -273,6 +273,7 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 	sl->slab_cache = s;
 	sl->order = order;
 	atomic_init(&sl->lock, 0);
+	sl->base = virt_to_host(k, page_address(k, pg));
 	start = slab_address(k, sl);
 	setup_slab_debug(s, sl, start);
 	kasan_poison_slab(s, sl);
@@ -813,7 +814,7 @@ static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, uns
 	odb_irq_restore_task(k, t, flags);
 	if (unlikely(gfp & __GFP_ZERO) && object)
 		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
-	return kasan_slab_alloc(s, object, gfp);   /* slab_post_alloc_hook */
+	return kasan_enabled(k) ? kasan_slab_alloc(s, object, gfp) : object;   /* slab_post_alloc_hook */
 }
 
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
@@ -928,7 +929,7 @@ static bool slab_free_hook(struct kmem_cache *s, void *x)
 {
 	if (!(s->flags & SLAB_DEBUG_OBJECTS))
 		debug_check_no_obj_freed(s->k, x, s->object_size);
-	return !kasan_slab_free(s, x, (unsigned long)__builtin_return_address(0));
+	return !(kasan_enabled(s->k) && kasan_slab_free(s, x, (unsigned long)__builtin_return_address(0)));
 }
 
 /*
@@ -955,7 +956,7 @@ static struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, vo
 	}
 	s = *sp = sl->slab_cache;
 	/* KASAN's invalid-free check comes first (from its free hook) */
-	if (kasan_slab_invalid_free(s, sl, x, (unsigned long)__builtin_return_address(0)))
+	if (kasan_enabled(k) && kasan_slab_invalid_free(s, sl, x, (unsigned long)__builtin_return_address(0)))
 		return NULL;
 	if (!check_valid_pointer(s, sl, x)) {
 		slab_err(s, sl, "Invalid object pointer", "Invalid object pointer 0x%llx",
