@@ -21,11 +21,11 @@ from .kasan import quarantine_geometry
 
 def quarantine_churn(policy: str, *, ram: str = "4G", cpus: int = 4, ops: int = 700_000,
                      threads: int = 1, live: int = 256, min_size: int = 16,
-                     max_size: int = 512, seed: int = 0) -> Dict[str, float]:
+                     max_size: int = 512, seed: int = 0, mutex_every: int = 0) -> Dict[str, float]:
     with Kernel(f"no_debug_objects odebug.quarantine={policy}", ram=ram, cpus=cpus,
                 seed=seed) as k:
         r = k.kasan.quarantine.storm(ops, threads=threads, live=live, min_size=min_size,
-                                     max_size=max_size, seed=seed)
+                                     max_size=max_size, seed=seed, mutex_every=mutex_every)
         s = k.kasan.quarantine.stats()
     out = dict(r)
     out.update({f"q_{key}": v for key, v in s.items() if not isinstance(v, list)})
@@ -37,7 +37,8 @@ def compare(ram: str = "4G", cpus: int = 4, ops: int = 700_000) -> List[dict]:
     rows = []
     for policy in ("quarter", "batched"):
         one = quarantine_churn(policy, ram=ram, cpus=cpus, ops=ops, threads=1)
-        two = quarantine_churn(policy, ram=ram, cpus=cpus, ops=ops // 2, threads=2)
+        # 2 threads, every 4th step under a shared mutex (kmalloc under a mutex)
+        two = quarantine_churn(policy, ram=ram, cpus=cpus, ops=ops // 2, threads=2, mutex_every=4)
         rows.append({
             "policy": policy,
             "max_size": one["q_max_size"],
@@ -52,6 +53,10 @@ def compare(ram: str = "4G", cpus: int = 4, ops: int = 700_000) -> List[dict]:
             "kfree_max_ms": one["free_max"] / 1e6,
             "ops_per_s_1thr": one["ops_per_s"], "ops_per_s_2thr": two["ops_per_s"],
             "kmalloc_max_ms_2thr": two["alloc_max"] / 1e6,
+            "mutex_wait_ms_2thr": two["mutex_wait_ns_total"] / 1e6,
+            "mutex_wait_max_ms_2thr": two["mutex_wait_ns_max"] / 1e6,
+            "qlock_wait_ms_2thr": two["q_lock_wait_ns_total"] / 1e6,
+            "qlock_wait_max_ms_2thr": two["q_lock_wait_ns_max"] / 1e6,
         })
     return rows
 

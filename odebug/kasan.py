@@ -85,10 +85,14 @@ class Quarantine:
         _core.kasan_quarantine_cpu_offline(self._k, cpu, bool(offline))
 
     def storm(self, ops: int = 100_000, *, threads: int = 1, live: int = 64,
-              min_size: int = 16, max_size: int = 512, seed: int = 0) -> dict:
+              min_size: int = 16, max_size: int = 512, seed: int = 0,
+              mutex_every: int = 0) -> dict:
         """kmalloc/kfree churn in C on ``threads`` vCPUs (every free enters the
-        quarantine); returns elapsed_ns, ops and alloc/free p50/p99/max in ns."""
-        return _core.quarantine_storm(self._k, ops, threads, live, min_size, max_size, seed)
+        quarantine); every ``mutex_every``-th step holds a mutex shared by all
+        threads (kmalloc under a mutex).  Returns elapsed_ns, ops, alloc/free
+        p50/p99/max in ns, and mutex_ops / mutex_wait_ns_total / _max."""
+        return _core.quarantine_storm(self._k, ops, threads, live, min_size, max_size, seed,
+                                      mutex_every)
 
 
 class Kasan:

@@ -111,6 +111,8 @@ def quarantine(quick: bool = False) -> Dict[str, object]:
         "kmalloc_max_ratio": _ratio(q["kmalloc_max_ms"], b["kmalloc_max_ms"]),
         "throughput_ratio_1thr": _ratio(b["ops_per_s_1thr"], q["ops_per_s_1thr"]),
         "throughput_ratio": _ratio(b["ops_per_s_2thr"], q["ops_per_s_2thr"]),
+        "mutex_wait_max_ratio": _ratio(q["mutex_wait_max_ms_2thr"], b["mutex_wait_max_ms_2thr"]),
+        "qlock_wait_ratio": _ratio(q["qlock_wait_ms_2thr"], b["qlock_wait_ms_2thr"]),
     }
 
 
@@ -136,6 +138,10 @@ def format_quarantine(r: Dict[str, object]) -> str:
               f"{'kmalloc p99 (ns)':26}{q['kmalloc_p99_ns']:>14,}{b['kmalloc_p99_ns']:>14,}",
               f"{'kmalloc max (ms)':26}{q['kmalloc_max_ms']:>14.3f}{b['kmalloc_max_ms']:>14.3f}"
               f"{(r['kmalloc_max_ratio'] or 0):>8.1f}x",
+              f"{'2 thr: mutex wait (ms)':26}{q['mutex_wait_ms_2thr']:>14.3f}{b['mutex_wait_ms_2thr']:>14.3f}   (in all)",
+              f"{'2 thr: max mutex wait (ms)':26}{q['mutex_wait_max_ms_2thr']:>14.3f}{b['mutex_wait_max_ms_2thr']:>14.3f}"
+              f"{(r['mutex_wait_max_ratio'] or 0):>8.1f}x   others stall on the mutex while one reduces",
+              f"{'2 thr: quarantine_lock wait':26}{q['qlock_wait_ms_2thr']:>14.3f}{b['qlock_wait_ms_2thr']:>14.3f}   (ms in all)",
               f"{'throughput 2 thr (ops/s)':26}{q['ops_per_s_2thr']:>14,.0f}{b['ops_per_s_2thr']:>14,.0f}"
               f"{(r['throughput_ratio'] or 0):>8.2f}x   ~1.2x (syzkaller, 4 CPUs)"]
     return "\n".join(lines)

@@ -752,3 +752,14 @@ def _objsize(size):
 
 TestKasanMachine = KasanMachine.TestCase
 TestKasanMachine.settings = settings(max_examples=25, stateful_step_count=40, deadline=None)
+
+
+def test_storm_mutex_and_lock_waits():
+    """The storm's shared mutex and the quarantine_lock wait accounting."""
+    k = odebug.Kernel("no_debug_objects odebug.quarantine=quarter", ram="64M", cpus=1)
+    r = k.kasan.quarantine.storm(20_000, threads=1, live=64, mutex_every=4)
+    assert r["mutex_ops"] == 5_000                  # every 4th of 20,000 steps
+    assert r["mutex_wait_ns_total"] >= 0
+    s = k.kasan.quarantine.stats()
+    assert s["lock_waits"] == 0 and s["lock_wait_ns_total"] == 0   # one thread: no contention
+    k.close()

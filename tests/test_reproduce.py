@@ -18,6 +18,8 @@ def test_reproduce_quick_json(tmp_path):
                       ("quarantine", "largest_reduce_ratio"), ("slub", "relaxed_speedup")):
         assert isinstance(r[part][key], float) and r[part][key] > 0, (part, key)
     assert [m["exact"] for m in r["quarantine"]["machines"]] == [True, True, True]
+    for f in ("mutex_wait_ms_2thr", "mutex_wait_max_ms_2thr", "qlock_wait_ms_2thr"):
+        assert r["quarantine"]["quarter"][f] >= 0 and r["quarantine"]["batched"][f] >= 0
     for f in ("objs_allocated", "objs_freed", "pool_max_used", "pool_min_free"):
         assert f in r["debugobjects"]["eager"] and f in r["debugobjects"]["lazy"]
     assert r["debugobjects"]["stats_text_lazy"].startswith("max_chain     :")

@@ -214,6 +214,24 @@ static uint64_t hist_percentile(const uint64_t *h, uint64_t max, double p)
 	return max;
 }
 
+/* Take quarantine_lock, counting the time spent waiting when it is contended
+ * (the seed's "threads wait on quarantine_lock while one thread grabs a large
+ * batch of objects to evict"). */
+static void quarantine_lock_acquire(struct quarantine *q)
+{
+	uint64_t t0, w;
+
+	if (raw_spin_trylock(&q->quarantine_lock))
+		return;
+	t0 = odb_host_ns();
+	raw_spin_lock(&q->quarantine_lock);
+	w = odb_host_ns() - t0;
+	q->st.lock_waits++;                  /* under quarantine_lock */
+	q->st.lock_wait_ns_total += w;
+	if (w > q->st.lock_wait_ns_max)
+		q->st.lock_wait_ns_max = w;
+}
+
 static void note_lock(struct quarantine *q, uint64_t ns)
 {
 	pthread_mutex_lock(&q->stats_lock);
@@ -346,7 +364,7 @@ static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
 
 		qlist_move_all(k, cq, &temp);
 		temp.offline = false;
-		raw_spin_lock(&q->quarantine_lock);
+		quarantine_lock_acquire(q);
 		t0 = odb_host_ns();
 		WRITE_ONCE(q->quarantine_size, q->quarantine_size + temp.bytes);
 		qlist_move_all(k, &temp, &q->global_quarantine[q->quarantine_tail]);
@@ -383,7 +401,8 @@ static void reduce_batched(struct odb_kernel *k)
 	if (likely(READ_ONCE(q->quarantine_size) <= READ_ONCE(q->quarantine_max_size)))
 		return;
 	pthread_rwlock_rdlock(&q->remove_cache_srcu);          /* srcu_read_lock */
-	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	local_irq_save(k, flags);
+	quarantine_lock_acquire(q);
 	t0 = odb_host_ns();
 	STAT_INC(q, reduce_slow);
 	/* recomputed on every over-budget reduce: memory / CPU hotplug */
@@ -433,7 +452,8 @@ void quarantine_put(struct kmem_cache *cache, void *object)
 	if (unlikely(!qlist_empty(&temp))) {
 		uint64_t t0;
 
-		raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+		local_irq_save(k, flags);
+		quarantine_lock_acquire(q);
 		t0 = odb_host_ns();
 		qlist_move_all(k, &temp, &q->old_global);
 		note_lock(q, odb_host_ns() - t0);
@@ -455,7 +475,8 @@ void quarantine_reduce(struct odb_kernel *k)
 	STAT_INC(q, reduce_calls);
 	if (likely(READ_ONCE(q->old_global.bytes) <= READ_ONCE(q->old_quarantine_size)))
 		return;
-	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	local_irq_save(k, flags);
+	quarantine_lock_acquire(q);
 	t0 = odb_host_ns();
 	STAT_INC(q, reduce_slow);
 	/* no underflow guard in Q-old */
@@ -538,7 +559,8 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
 		n += qlist_free_all(k, &mine, cache);
 	}
-	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	local_irq_save(k, flags);
+	quarantine_lock_acquire(q);
 	if (q->policy == QUARANTINE_QUARTER) {
 		qlist_move_cache(k, &q->old_global, &to_free, cache);
 	} else {
@@ -548,7 +570,8 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 			qlist_move_cache(k, &q->global_quarantine[i], &to_free, cache);
 			/* modern: drop the lock after each non-empty slot (cond_resched) */
 			raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
-			raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+			local_irq_save(k, flags);
+		quarantine_lock_acquire(q);
 		}
 		/* quirk: quarantine_size is not lowered */
 	}
@@ -632,7 +655,8 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 		if (percpu)
 			percpu[c] = b;
 	}
-	raw_spin_lock_irqsave(k, &q->quarantine_lock, flags);
+	local_irq_save(k, flags);
+	quarantine_lock_acquire(q);
 	out->policy = (int)q->policy;
 	if (q->policy == QUARANTINE_QUARTER) {
 		out->size = q->old_global.bytes;
@@ -672,6 +696,9 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 	out->free_ns_p99 = hist_percentile(q->st.free_ns_hist, q->st.free_ns_max, 0.99);
 	out->lock_ns_max = q->st.lock_ns_max;
 	out->lock_ns_total = q->st.lock_ns_total;
+	out->lock_waits = q->st.lock_waits;
+	out->lock_wait_ns_total = q->st.lock_wait_ns_total;
+	out->lock_wait_ns_max = q->st.lock_wait_ns_max;
 	out->lock_ns_p50 = hist_percentile(q->st.lock_ns_hist, q->st.lock_ns_max, 0.50);
 	out->lock_ns_p99 = hist_percentile(q->st.lock_ns_hist, q->st.lock_ns_max, 0.99);
 	out->remove_cache_calls = q->st.remove_cache_calls;

@@ -355,6 +355,9 @@ static PyObject *py_kasan_quarantine_stats(PyObject *m, PyObject *args)
 	SETK(d, "lock_ns_p50", s.lock_ns_p50);
 	SETK(d, "lock_ns_p99", s.lock_ns_p99);
 	SETK(d, "lock_ns_total", s.lock_ns_total);
+	SETK(d, "lock_waits", s.lock_waits);
+	SETK(d, "lock_wait_ns_total", s.lock_wait_ns_total);
+	SETK(d, "lock_wait_ns_max", s.lock_wait_ns_max);
 	SETK(d, "remove_cache_calls", s.remove_cache_calls);
 	SETK(d, "remove_cache_objects", s.remove_cache_objects);
 	SETK(d, "in_flight", s.in_flight);
@@ -442,11 +445,12 @@ static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
 	struct odb_quarantine_storm c = { 0 };
 	struct odb_quarantine_storm_result r;
 	unsigned long long ops, seed;
-	unsigned int threads, live;
+	unsigned int threads, live, mutex_every = 0;
 	Py_ssize_t mn, mx;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "OKIInnK", &kobj, &ops, &threads, &live, &mn, &mx, &seed))
+	if (!PyArg_ParseTuple(args, "OKIInnK|I", &kobj, &ops, &threads, &live, &mn, &mx, &seed,
+			      &mutex_every))
 		return NULL;
 	GET_KERNEL(m, kobj, ko);
 	if (mn < 1 || mx < mn)
@@ -457,12 +461,13 @@ static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
 	c.min_size = (size_t)mn;
 	c.max_size = (size_t)mx;
 	c.seed = seed;
+	c.mutex_every = mutex_every;
 	Py_BEGIN_ALLOW_THREADS
 	ret = odb_quarantine_storm(ko->k, &c, &r);
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(ko, ret);
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
 			     "elapsed_ns", (unsigned long long)r.elapsed_ns,
 			     "ops", (unsigned long long)r.ops,
 			     "alloc_p50", (unsigned long long)r.alloc_p50,
@@ -470,7 +475,10 @@ static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
 			     "alloc_max", (unsigned long long)r.alloc_max,
 			     "free_p50", (unsigned long long)r.free_p50,
 			     "free_p99", (unsigned long long)r.free_p99,
-			     "free_max", (unsigned long long)r.free_max);
+			     "free_max", (unsigned long long)r.free_max,
+			     "mutex_ops", (unsigned long long)r.mutex_ops,
+			     "mutex_wait_ns_total", (unsigned long long)r.mutex_wait_ns_total,
+			     "mutex_wait_ns_max", (unsigned long long)r.mutex_wait_ns_max);
 }
 
 static PyMethodDef kasan_methods[] = {

@@ -16,6 +16,8 @@ struct storm_thread {
 	int cpu;
 	uint32_t *alloc_ns, *free_ns;
 	uint64_t nfree;
+	struct mutex *shared;        /* the storm's mutex (mutex_every) */
+	uint64_t mutex_ops, mutex_wait_total, mutex_wait_max;
 	int ret;
 	pthread_t th;
 };
@@ -47,8 +49,18 @@ static void *storm_run(void *arg)
 	for (uint64_t i = 0; i < cfg->ops_per_thread; i++) {
 		unsigned int slot = (unsigned int)(i % cfg->live);
 		size_t size = cfg->min_size + (size_t)(storm_rand(&rng) % span);
+		bool locked = cfg->mutex_every && (i % cfg->mutex_every) == 0;
 		uint64_t t0, t1;
 
+		if (locked) {
+			t0 = odb_host_ns();
+			mutex_lock(st->shared);
+			t1 = odb_host_ns() - t0;
+			st->mutex_ops++;
+			st->mutex_wait_total += t1;
+			if (t1 > st->mutex_wait_max)
+				st->mutex_wait_max = t1;
+		}
 		if (ring[slot]) {
 			t0 = odb_host_ns();
 			kfree(k, ring[slot]);
@@ -59,6 +71,8 @@ static void *storm_run(void *arg)
 		ring[slot] = kmalloc(k, size, GFP_KERNEL);
 		t1 = odb_host_ns();
 		st->alloc_ns[i] = clamp32(t1 - t0);
+		if (locked)
+			mutex_unlock(st->shared);
 		if (!ring[slot]) {
 			st->ret = ODB_ENOMEM;
 			break;
@@ -93,6 +107,7 @@ int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 {
 	struct odb_task *t = odb_enter(k);
 	struct storm_thread *ths;
+	struct mutex shared;
 	uint32_t *all_a = NULL, *all_f = NULL;
 	uint64_t t0, na = 0, nf = 0;
 	int ret = ODB_OK;
@@ -108,7 +123,9 @@ int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 	ths = calloc(cfg->threads, sizeof(*ths));
 	if (!ths)
 		return odb_leave(t, ODB_ENOMEM);
+	mutex_init(&shared);
 	for (unsigned int i = 0; i < cfg->threads; i++) {
+		ths[i].shared = &shared;
 		ths[i].k = k;
 		ths[i].cfg = cfg;
 		ths[i].cpu = (int)i;
@@ -144,9 +161,14 @@ int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 			memcpy(all_f + nf, ths[i].free_ns, sizeof(uint32_t) * ths[i].nfree);
 			nf += ths[i].nfree;
 		}
+		out->mutex_ops += ths[i].mutex_ops;
+		out->mutex_wait_ns_total += ths[i].mutex_wait_total;
+		if (ths[i].mutex_wait_max > out->mutex_wait_ns_max)
+			out->mutex_wait_ns_max = ths[i].mutex_wait_max;
 		free(ths[i].alloc_ns);
 		free(ths[i].free_ns);
 	}
+	mutex_destroy(&shared);
 	if (!ret) {
 		out->ops = na;
 		percentiles(all_a, na, &out->alloc_p50, &out->alloc_p99, &out->alloc_max);

@@ -438,6 +438,7 @@ struct odb_quarantine_stats {
 	uint64_t evict_bytes_hist[ODB_QHIST], evict_objects_hist[ODB_QHIST];
 	uint64_t free_ns_max, free_ns_p50, free_ns_p99, free_ns_total;   /* per evicting reduce */
 	uint64_t lock_ns_max, lock_ns_p50, lock_ns_p99, lock_ns_total;   /* quarantine_lock holds */
+	uint64_t lock_waits, lock_wait_ns_total, lock_wait_ns_max;       /* contended acquisitions */
 	uint64_t remove_cache_calls, remove_cache_objects;
 	uint64_t in_flight;           /* bytes being freed by reducers now */
 	uint64_t peak_total;          /* peak of ring + per-CPU + in-flight bytes */
@@ -462,11 +463,16 @@ struct odb_quarantine_storm {
 	unsigned int live;            /* objects each thread keeps live (ring of this many) */
 	size_t min_size, max_size;    /* kmalloc sizes, uniform */
 	uint64_t seed;
+	/* every mutex_every-th step (0: never) runs its kmalloc+kfree holding one
+	 * mutex shared by all threads, as kmalloc under a mutex does in the kernel */
+	unsigned int mutex_every;
 };
 struct odb_quarantine_storm_result {
 	uint64_t elapsed_ns, ops;
 	uint64_t alloc_p50, alloc_p99, alloc_max;   /* ns per kmalloc */
 	uint64_t free_p50, free_p99, free_max;      /* ns per kfree */
+	uint64_t mutex_ops;                         /* steps done holding the mutex */
+	uint64_t mutex_wait_ns_total, mutex_wait_ns_max;  /* waiting to take it */
 };
 ODB_API int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 				 struct odb_quarantine_storm_result *out);
