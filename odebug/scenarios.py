@@ -70,3 +70,59 @@ def _kmalloc_name(size: int) -> str:
         if size <= s:
             return f"kmalloc-{s}"
     return "kmalloc-large"
+
+
+@dataclass
+class ChurnResult:
+    """The debug-objects churn: its numbers and the stats file before and after."""
+    cycles: int
+    ns_per_cycle: float
+    peak_live: int
+    stats_before: str
+    stats_after: str
+    stats: Dict[str, int] = field(default_factory=dict)
+
+
+def object_churn(k, rounds: int = 200, wave: int = 400, lifetime: int = 3, *,
+                 threads: bool = False, advance_ms: float = 10.0, seed: int = 0,
+                 phase_rounds: int = 25) -> ChurnResult:
+    """The debugobjects workload (the seed's "boot + 3 parallel kernel builds"):
+    waves of init/activate/deactivate/free on every vCPU, the live count rising and
+    falling, time advancing.  ``threads=True`` runs one pthread per vCPU (on a
+    ``clock="real"`` kernel the freeing work then runs on the worker meanwhile)."""
+    d = k.debug_objects
+    before = d.stats_text()
+    r = d.churn(rounds, wave, lifetime, threads=threads,
+                advance_ms=0 if threads else advance_ms, seed=seed, phase_rounds=phase_rounds)
+    return ChurnResult(r["cycles"], r["ns_per_cycle"], r["peak_live"], before, d.stats_text(),
+                       dict(d.stats()))
+
+
+def check_invariants(k) -> Dict[str, int]:
+    """The invariants every scenario must leave behind; raises AssertionError.
+
+    After draining the KASAN quarantine (every object back in its slab):
+    * validate() finds nothing in any cache, and no report was made;
+    * per cache, the statistics add up with the slabs: allocations - frees ==
+      objects the slabs hold (after validate's flush of every vCPU slab);
+    * the tracker cache holds exactly the debug-objects pool:
+      pool_free (incl. the per-CPU lists) + pool_used + on_free_list.
+    Returns the objects held per cache (the live ones, for the caller to compare
+    with what it still holds)."""
+    if k.kasan.enabled:
+        k.kasan.quarantine.drain()
+    held: Dict[str, int] = {}
+    for c in k.caches():
+        assert c.validate() == 0, f"validate({c.name}) found errors"
+        st = c.stats()
+        n = st["alloc_fastpath"] + st["alloc_slowpath"] - st["free_fastpath"] - st["free_slowpath"]
+        active = c.info()["active_objs"]
+        assert n == active, f"{c.name}: allocated - freed = {n}, slabs hold {active}"
+        held[c.name] = n
+    d = k.debug_objects
+    if d.enabled and "debug_objects_cache" in held:
+        s = d.stats()
+        pool = s["pool_free"] + s["pool_used"] + s["on_free_list"]
+        assert held["debug_objects_cache"] == pool, (held["debug_objects_cache"], pool)
+    assert not k.reports, [r.kind for r in k.reports]
+    return held
