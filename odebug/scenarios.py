@@ -126,3 +126,43 @@ def check_invariants(k) -> Dict[str, int]:
         assert held["debug_objects_cache"] == pool, (held["debug_objects_cache"], pool)
     assert not k.reports, [r.kind for r in k.reports]
     return held
+
+
+@dataclass
+class StormResult:
+    """The quarantine storm: throughput, latencies, the longest reduce, and the
+    time threads spent waiting on quarantine_lock and on the shared mutex."""
+    ops: int
+    elapsed_s: float
+    throughput: float                 # kmalloc+kfree pairs per second
+    kmalloc_ns: Dict[str, int]        # p50, p99, max
+    kfree_ns: Dict[str, int]
+    longest_reduce_bytes: int
+    longest_reduce_ms: float
+    quarantine_lock_wait_ms: float
+    quarantine_lock_wait_max_ms: float
+    mutex_ops: int
+    mutex_wait_ms: float
+    mutex_wait_max_ms: float
+    quarantine: Dict[str, object] = field(default_factory=dict)
+
+
+def quarantine_storm(k, ops: int = 200_000, *, threads: int = 2, live: int = 256,
+                     min_size: int = 16, max_size: int = 512, mutex_every: int = 4,
+                     seed: int = 0) -> StormResult:
+    """A syzkaller-like load on the KASAN quarantine: ``threads`` pthreads (one
+    per vCPU) kmalloc and kfree random sizes, every ``mutex_every``-th step
+    while holding a mutex they all share; ``ops`` pairs per thread."""
+    r = k.kasan.quarantine.storm(ops, threads=threads, live=live, min_size=min_size,
+                                 max_size=max_size, seed=seed, mutex_every=mutex_every)
+    q = k.kasan.quarantine.stats()
+    secs = r["elapsed_ns"] / 1e9
+    return StormResult(
+        ops=r["ops"], elapsed_s=secs, throughput=r["ops"] / secs if secs else 0.0,
+        kmalloc_ns={"p50": r["alloc_p50"], "p99": r["alloc_p99"], "max": r["alloc_max"]},
+        kfree_ns={"p50": r["free_p50"], "p99": r["free_p99"], "max": r["free_max"]},
+        longest_reduce_bytes=q["max_evict_bytes"], longest_reduce_ms=q["free_ns_max"] / 1e6,
+        quarantine_lock_wait_ms=q["lock_wait_ns_total"] / 1e6,
+        quarantine_lock_wait_max_ms=q["lock_wait_ns_max"] / 1e6,
+        mutex_ops=r["mutex_ops"], mutex_wait_ms=r["mutex_wait_ns_total"] / 1e6,
+        mutex_wait_max_ms=r["mutex_wait_ns_max"] / 1e6, quarantine=q)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import odebug
-from odebug.scenarios import check_invariants, hackbench, object_churn
+from odebug.scenarios import check_invariants, hackbench, object_churn, quarantine_storm
 
 SCALE = int(os.environ.get("ODEBUG_STRESS_SCALE", "1"))
 
@@ -139,3 +139,17 @@ def test_object_churn_stats_before_after():
         assert r.cycles > 0 and r.peak_live > 0
         k.advance(ms=1000)
         check_invariants(k)
+
+
+@pytest.mark.threads
+@pytest.mark.parametrize("policy", ["batched", "quarter"])
+def test_quarantine_storm_invariants(policy):
+    with odebug.Kernel(f"odebug.quarantine={policy} no_debug_objects", cpus=2, ram="64M") as k:
+        r = quarantine_storm(k, 20_000 * SCALE, threads=2, mutex_every=4)
+        assert r.ops == 2 * 20_000 * SCALE and r.throughput > 0
+        assert r.mutex_ops == 2 * 5_000 * SCALE
+        assert r.kmalloc_ns["p50"] <= r.kmalloc_ns["p99"] <= r.kmalloc_ns["max"]
+        assert r.longest_reduce_bytes > 0            # the 64M quarantine overflowed
+        assert r.quarantine["size"] <= r.quarantine["max_size"] + 2 * (1 << 20) + r.longest_reduce_bytes
+        held = check_invariants(k)
+        assert all(v == 0 for name, v in held.items() if name.startswith("kmalloc-")), held
