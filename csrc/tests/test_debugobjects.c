@@ -7,40 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel/kernel.h"
-
-static int failures, checks;
-#define CHECK(cond) do { checks++; if (!(cond)) { failures++; \
-	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); checks++; \
-	if (_a != _b) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n", \
-	__FILE__, __LINE__, #a, #b, _a, _b); } } while (0)
+#include "tests/check.h"
 
 static odb_kernel *boot(const char *cmdline, unsigned cpus)
 {
-	struct odb_config cfg;
-	odb_kernel *k = NULL;
-	char err[256];
-	int ret;
-
-	odb_config_init(&cfg);
-	cfg.cmdline = cmdline;
-	cfg.cpus = cpus;
-	cfg.ram = 64 << 20;
-	ret = odb_kernel_create(&cfg, &k, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "boot(%s) failed: %d %s\n", cmdline, ret, err);
-		return NULL;
-	}
-	return k;
-}
-
-static bool dmesg_has(odb_kernel *k, const char *needle)
-{
-	char *s = odb_dmesg(k, false);
-	bool r = s && strstr(s, needle);
-	free(s);
-	return r;
+	return odb_test_boot(cmdline, ODB_CLOCK_VIRTUAL, cpus, 64 << 20, 0);
 }
 
 static struct odb_debug_objects_stats stats(odb_kernel *k)

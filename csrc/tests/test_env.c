@@ -8,39 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/kernel.h"
-
-static int failures, checks;
-#define CHECK(cond) do { checks++; if (!(cond)) { failures++; \
-	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#include "tests/check.h"
 
 static odb_kernel *boot(const char *cmdline, enum odb_clock_kind clock, unsigned cpus, uint64_t ram)
 {
-	struct odb_config cfg;
-	odb_kernel *k = NULL;
-	char err[256];
-	int ret;
-
-	odb_config_init(&cfg);
-	cfg.cmdline = cmdline;
-	cfg.clock = clock;
-	cfg.cpus = cpus;
-	cfg.ram = ram;
-	cfg.seed = 42;
-	ret = odb_kernel_create(&cfg, &k, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "boot(%s) failed: %d %s\n", cmdline, ret, err);
-		return NULL;
-	}
-	return k;
-}
-
-static bool dmesg_has(odb_kernel *k, const char *needle)
-{
-	char *s = odb_dmesg(k, false);
-	bool r = s && strstr(s, needle);
-	free(s);
-	return r;
+	return odb_test_boot(cmdline, clock, cpus, ram, 42);
 }
 
 static void test_cmdline(void)
@@ -400,6 +372,5 @@ int main(void)
 	test_depot_and_reports();
 	test_exclusive_binding();
 	test_many_kernels();
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures != 0;
+	return odb_test_summary();
 }

@@ -7,28 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/check.h"
 #include "kasan/kasan.h"
 #include "slab/slub.h"
 
-static int failures, checks;
-#define CHECK(cond) do { checks++; if (!(cond)) { failures++; \
-	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
-
 static odb_kernel *boot(const char *cmdline, unsigned cpus, uint64_t ram)
 {
-	struct odb_config cfg;
-	odb_kernel *k = NULL;
-	char err[256];
-
-	odb_config_init(&cfg);
-	cfg.cmdline = cmdline;
-	cfg.cpus = cpus;
-	cfg.ram = ram;
-	if (odb_kernel_create(&cfg, &k, err, sizeof(err))) {
-		fprintf(stderr, "boot(%s): %s\n", cmdline, err);
-		return NULL;
-	}
-	return k;
+	return odb_test_boot(cmdline, ODB_CLOCK_VIRTUAL, cpus, ram, 0);
 }
 
 static const char *last_kind(odb_kernel *k, size_t before)
@@ -197,6 +182,5 @@ int main(void)
 	test_quarantine("no_debug_objects odebug.quarantine=quarter");
 	test_geometry();
 	test_threads();
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures != 0;
+	return odb_test_summary();
 }
