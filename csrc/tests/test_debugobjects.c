@@ -357,6 +357,5 @@ int main(void)
 	test_eager_vs_lazy();
 	test_threads("");
 	test_threads("odebug.objects_free=eager");
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures ? 1 : 0;
+	return odb_test_summary();
 }
