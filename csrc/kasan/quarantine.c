@@ -544,6 +544,7 @@ void kasan_quarantine_reduce(struct odb_kernel *k)
  * lock at a time), then the global list(s) under the lock; free outside. */
 static uint64_t remove_cache_common(struct kmem_cache *cache)
 {
+	struct odb_cpu_visit v;
 	struct odb_kernel *k = cache->k;
 	struct quarantine *q = &kasan_state(k)->q;
 	struct qlist_head to_free = { 0 };
@@ -553,10 +554,10 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++) {
 		struct qlist_head mine = { 0 };
 
-		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+		odb_cpu_lock(k, cpu, &v);
 		if (!q->cpu_quarantine[cpu].offline)
 			qlist_move_cache(k, &q->cpu_quarantine[cpu], &mine, cache);
-		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+		odb_cpu_unlock(k, cpu, &v);
 		n += qlist_free_all(k, &mine, cache);
 	}
 	local_irq_save(k, flags);
@@ -636,6 +637,7 @@ void quarantine_exit(struct odb_kernel *k)
 /* ---- public API -------------------------------------------------------------------------------- */
 int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, uint64_t *percpu)
 {
+	struct odb_cpu_visit v;
 	struct quarantine *q;
 	unsigned long flags;
 	struct odb_task *t = odb_enter(k);
@@ -648,9 +650,9 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 	q = &kasan_state(k)->q;
 	for (unsigned int c = 0; c < k->nr_cpu_ids; c++) {
 		uint64_t b;
-		odb_fastlock_lock(&k->cpus[c].irq_lock);
+		odb_cpu_lock(k, c, &v);
 		b = q->cpu_quarantine[c].bytes;
-		odb_fastlock_unlock(&k->cpus[c].irq_lock);
+		odb_cpu_unlock(k, c, &v);
 		out->percpu_total += b;
 		if (percpu)
 			percpu[c] = b;
@@ -739,6 +741,7 @@ int odb_kasan_quarantine_drain(odb_kernel *k)
 
 int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
 {
+	struct odb_cpu_visit v;
 	struct odb_task *t = odb_enter(k);
 	struct quarantine *q;
 	struct qlist_head mine = { 0 };
@@ -751,7 +754,7 @@ int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
 		return odb_leave(t, odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
 					    cpu, k->nr_cpu_ids));
 	q = &kasan_state(k)->q;
-	odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+	odb_cpu_lock(k, cpu, &v);
 	q->cpu_quarantine[cpu].offline = offline;
 	if (offline) {
 		/* kasan_cpu_offline: the list is freed at once */
@@ -759,7 +762,7 @@ int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
 		mine.offline = false;
 		qlist_init(&q->cpu_quarantine[cpu]);
 	}
-	odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+	odb_cpu_unlock(k, cpu, &v);
 	qlist_free_all(k, &mine, NULL);
 	return odb_leave(t, ODB_OK);
 }

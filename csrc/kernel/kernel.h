@@ -430,20 +430,47 @@ static inline void odb_irq_restore_task(struct odb_kernel *k, struct odb_task *t
 		t->irq_cpu = -1;
 	}
 }
-/* Take another (or this) vCPU's irq lock from code that visits every vCPU
- * (flush_all-like).  A no-op for the vCPU whose lock the caller holds. */
-static inline bool odb_cpu_lock(struct odb_kernel *k, unsigned int cpu)
+/* Visit vCPU cpu from code that walks every vCPU (flush_all, the quarantine's
+ * per-CPU lists): take its irq lock and, for the visit, run the task as if on
+ * that vCPU with interrupts off there -- the kernel runs such work on each CPU
+ * in turn (IPI or per-CPU work).  Nested local_irq_save()s inside the visit
+ * (freeing a slab page calls debug_check_no_obj_freed, which does one) nest on
+ * the visited vCPU instead of taking its lock a second time, and touch the
+ * visited vCPU's per-CPU data.  No lock is taken when the task already holds
+ * that vCPU's irq lock (an exclusive binding, or an outer irq-off section). */
+struct odb_cpu_visit {
+	struct odb_task *t;
+	bool taken;
+	int cpu, irq_cpu;
+	unsigned int irq_depth;
+};
+static inline void odb_cpu_lock(struct odb_kernel *k, unsigned int cpu, struct odb_cpu_visit *v)
 {
 	struct odb_task *t = (struct odb_task *)pthread_getspecific(k->task_key);
 
-	if (t && t->irq_depth && t->irq_cpu == (int)cpu)
-		return false;
-	odb_fastlock_lock(&k->cpus[cpu].irq_lock);
-	return true;
+	*v = (struct odb_cpu_visit){ .t = t, .cpu = -1, .irq_cpu = -1 };
+	v->taken = !(t && t->irq_depth && t->irq_cpu == (int)cpu);
+	if (v->taken)
+		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+	if (t) {
+		v->cpu = t->cpu;
+		v->irq_cpu = t->irq_cpu;
+		v->irq_depth = t->irq_depth;
+		t->cpu = (int)cpu;
+		t->irq_cpu = (int)cpu;
+		t->irq_depth = 1;
+	}
 }
-static inline void odb_cpu_unlock(struct odb_kernel *k, unsigned int cpu, bool taken)
+static inline void odb_cpu_unlock(struct odb_kernel *k, unsigned int cpu, struct odb_cpu_visit *v)
 {
-	if (taken)
+	struct odb_task *t = v->t;
+
+	if (t) {
+		t->cpu = v->cpu;
+		t->irq_cpu = v->irq_cpu;
+		t->irq_depth = v->irq_depth;
+	}
+	if (v->taken)
 		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
 }
 

@@ -574,8 +574,8 @@ static void flush_slab(struct kmem_cache *s, struct kmem_cache_cpu *c, int cpu)
 	c->freelist = NULL;
 }
 
-/* flush_all: every vCPU's slab and partials back to the node (one vCPU's irq
- * lock at a time; the caller holds none). */
+/* flush_all: every vCPU's slab and partials back to the node, visiting one
+ * vCPU at a time (odb_cpu_lock); the caller holds no other vCPU's irq lock. */
 void flush_all(struct kmem_cache *s)
 {
 	struct odb_kernel *k = s->k;
@@ -583,12 +583,14 @@ void flush_all(struct kmem_cache *s)
 	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 
-		bool taken = odb_cpu_lock(k, cpu);
+		struct odb_cpu_visit v;
+
+		odb_cpu_lock(k, cpu, &v);
 
 		if (c->slab)
 			flush_slab(s, c, (int)cpu);
 		unfreeze_partials(s, c, (int)cpu);
-		odb_cpu_unlock(k, cpu, taken);
+		odb_cpu_unlock(k, cpu, &v);
 	}
 }
 
