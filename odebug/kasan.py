@@ -71,6 +71,12 @@ class Quarantine:
         (quarantine_lock hold times): max, p50, p99, total."""
         return _core.kasan_quarantine_stats(self._k)
 
+    def count(self) -> dict:
+        """What the quarantine holds now: ``{name: (objects, bytes)}`` for every
+        cache (zeros included; key None for an unlisted cache)
+        (a walk of every list; for checks, e.g. odebug.scenarios.check_invariants)."""
+        return _core.kasan_quarantine_count(self._k)
+
     def reduce(self) -> None:
         """One kasan_quarantine_reduce(), as a blocking allocation makes it."""
         _core.kasan_quarantine_reduce(self._k)

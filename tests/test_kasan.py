@@ -627,6 +627,56 @@ def test_cpu_offline_refuses():
         c.destroy()
 
 
+@pytest.mark.parametrize("policy", ["batched", "quarter"])
+def test_quarantine_count_by_cache_and_conservation(policy):
+    """count() walks every list: per cache, objects and bytes as the lists count
+    them; put_calls - evicted - remove_cache - offline is what it finds."""
+    with K(f"odebug.quarantine={policy}", ram="64M", cpus=2) as k:
+        q = k.kasan.quarantine
+
+        def held():          # every cache is listed; keep those with objects
+            return {n: v for n, v in q.count().items() if v[0]}
+        a, b = k.kmem_cache_create("qa", 100), k.kmem_cache_create("qb", 24)
+        assert held() == {}
+        pa = [a.alloc(cpu=i % 2) for i in range(30)]
+        pb = [b.alloc(cpu=1) for _ in range(7)]
+        for i, p in enumerate(pa):
+            a.free(p, cpu=i % 2)
+        for p in pb:
+            b.free(p, cpu=0)
+        got = held()
+        assert got == {"qa": (30, 30 * a.size), "qb": (7, 7 * b.size)}
+        q.reduce()                       # per-CPU lists may move into the ring
+        assert held() == got or sum(o for o, _ in held().values()) < 37
+
+        def conserved():
+            st = q.stats()
+            n = sum(o for o, _ in held().values())
+            assert n == (st["put_calls"] - st["evicted_objects"]
+                            - st["remove_cache_objects"] - st["offline_objects"])
+            return st
+        conserved()
+        p = a.alloc(cpu=1)
+        a.free(p, cpu=1)
+        q.cpu_offline(1)                 # kasan_cpu_offline: vCPU 1's list freed at once
+        st = conserved()
+        assert st["offline_objects"] >= 1
+        assert held().get("qa", (0, 0))[0] < 31
+        q.cpu_offline(1, False)
+        b.destroy()                      # kasan_quarantine_remove_cache
+        assert "qb" not in held()
+        conserved()
+        q.drain()
+        assert held() == {}
+        a.destroy()
+
+
+def test_quarantine_count_kasan_off():
+    with odebug.Kernel("kasan=off no_debug_objects", ram="64M") as k:
+        with pytest.raises(odebug.Error):
+            k.kasan.quarantine.count()
+
+
 def test_geometry_seed_machines():
     g = odebug.quarantine_geometry("4G", 4)
     assert (g["max_size"], g["batch_size"], g["batches"], g["slots_used"]) == \

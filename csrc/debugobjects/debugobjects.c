@@ -151,6 +151,7 @@ struct debug_objects {
 	/* test hooks and accounting */
 	int fail_trylock;
 	int64_t work_runs, trylock_failed;
+	int64_t work_runs_worker;     /* of the runs, those on the real clock's worker thread */
 };
 
 static const char *const obj_states[ODEBUG_STATE_MAX] = {
@@ -471,6 +472,8 @@ static void free_obj_work(struct odb_kernel *k, void *arg)
 	if (lazy)
 		WRITE_ONCE(d->obj_freeing, false);
 	ADD_ONCE(d->work_runs, 1);
+	if (odb_wq_is_worker(k))
+		ADD_ONCE(d->work_runs_worker, 1);
 
 	local_irq_save(k, flags);
 	if (unlikely(READ_ONCE(d->fail_trylock) > 0)) {
@@ -1685,6 +1688,7 @@ int odb_debug_objects_internals(odb_kernel *k, struct odb_debug_objects_internal
 	out->pool_size = d->debug_objects_pool_size;
 	out->pool_min_level = d->debug_objects_pool_min_level;
 	out->work_runs = READ_ONCE(d->work_runs);
+	out->work_runs_worker = READ_ONCE(d->work_runs_worker);
 	out->trylock_failed = READ_ONCE(d->trylock_failed);
 	out->selftest_passed = d->selftest_passed;
 	return odb_leave(t, ODB_OK);

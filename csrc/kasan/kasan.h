@@ -93,6 +93,7 @@ struct quarantine_stats {
 	uint64_t free_ns_max, lock_ns_max, free_ns_total, lock_ns_total;
 	uint64_t lock_waits, lock_wait_ns_total, lock_wait_ns_max;   /* contended acquisitions */
 	uint64_t remove_cache_calls, remove_cache_objects;
+	uint64_t offline_objects;         /* freed at once by a vCPU going offline */
 	uint64_t in_flight, peak_total;   /* bytes being freed by reducers; peak of all bytes */
 };
 

@@ -572,7 +572,7 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 			/* modern: drop the lock after each non-empty slot (cond_resched) */
 			raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 			local_irq_save(k, flags);
-		quarantine_lock_acquire(q);
+			quarantine_lock_acquire(q);
 		}
 		/* quirk: quarantine_size is not lowered */
 	}
@@ -678,6 +678,10 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 			out->slots_used += !qlist_empty(&q->global_quarantine[i]);
 		}
 	}
+	/* written under quarantine_lock by quarantine_lock_acquire */
+	out->lock_waits = q->st.lock_waits;
+	out->lock_wait_ns_total = q->st.lock_wait_ns_total;
+	out->lock_wait_ns_max = q->st.lock_wait_ns_max;
 	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 	pthread_mutex_lock(&q->stats_lock);
 	out->put_calls = READ_ONCE(q->st.put_calls);
@@ -698,13 +702,11 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 	out->free_ns_p99 = hist_percentile(q->st.free_ns_hist, q->st.free_ns_max, 0.99);
 	out->lock_ns_max = q->st.lock_ns_max;
 	out->lock_ns_total = q->st.lock_ns_total;
-	out->lock_waits = q->st.lock_waits;
-	out->lock_wait_ns_total = q->st.lock_wait_ns_total;
-	out->lock_wait_ns_max = q->st.lock_wait_ns_max;
 	out->lock_ns_p50 = hist_percentile(q->st.lock_ns_hist, q->st.lock_ns_max, 0.50);
 	out->lock_ns_p99 = hist_percentile(q->st.lock_ns_hist, q->st.lock_ns_max, 0.99);
 	out->remove_cache_calls = q->st.remove_cache_calls;
 	out->remove_cache_objects = q->st.remove_cache_objects;
+	out->offline_objects = q->st.offline_objects;
 	out->in_flight = q->st.in_flight;
 	out->peak_total = q->st.peak_total;
 	pthread_mutex_unlock(&q->stats_lock);
@@ -745,6 +747,7 @@ int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
 	struct odb_task *t = odb_enter(k);
 	struct quarantine *q;
 	struct qlist_head mine = { 0 };
+	uint64_t n;
 
 	if (!t)
 		return odb_enter_failed(k);
@@ -763,6 +766,70 @@ int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
 		qlist_init(&q->cpu_quarantine[cpu]);
 	}
 	odb_cpu_unlock(k, cpu, &v);
-	qlist_free_all(k, &mine, NULL);
+	n = qlist_free_all(k, &mine, NULL);
+	pthread_mutex_lock(&q->stats_lock);
+	q->st.offline_objects += n;
+	pthread_mutex_unlock(&q->stats_lock);
+	return odb_leave(t, ODB_OK);
+}
+
+/* Count one list's nodes by cache: index i of caches[] when the node's cache is
+ * caches[i], else *other.  Bytes as the lists count them (cache->size). */
+static void qlist_count(struct odb_kernel *k, const struct qlist_head *h, odb_cache *const *caches,
+			size_t n, uint64_t *objects, uint64_t *bytes, uint64_t *other)
+{
+	size_t last = 0;
+
+	for (struct qlist_node *node = h->head; node; node = qlink_next(k, node)) {
+		struct kmem_cache *c = qlink_to_cache(k, node);
+		size_t i = last;
+
+		if (!c)
+			continue;
+		if (i >= n || caches[i] != c)
+			for (i = 0; i < n && caches[i] != c; i++)
+				;
+		if (i < n) {
+			objects[i]++;
+			bytes[i] += c->size;
+			last = i;
+		} else {
+			other[0]++;
+			other[1] += c->size;
+		}
+	}
+}
+
+int odb_kasan_quarantine_count(odb_kernel *k, odb_cache *const *caches, size_t n,
+			       uint64_t *objects, uint64_t *bytes, uint64_t *other)
+{
+	struct odb_cpu_visit v;
+	struct odb_task *t = odb_enter(k);
+	struct quarantine *q;
+	unsigned long flags;
+
+	if (!t)
+		return odb_enter_failed(k);
+	if (!other || (n && (!caches || !objects || !bytes)))
+		return odb_leave(t, odb_err(k, ODB_EINVAL, "quarantine count: NULL array"));
+	for (size_t i = 0; i < n; i++)
+		objects[i] = bytes[i] = 0;
+	other[0] = other[1] = 0;
+	if (!kasan_enabled(k))
+		return odb_leave(t, odb_err(k, ODB_ESTATE, "kasan: KASAN is off (kasan=off)"));
+	q = &kasan_state(k)->q;
+	for (unsigned int c = 0; c < k->nr_cpu_ids; c++) {
+		odb_cpu_lock(k, c, &v);
+		qlist_count(k, &q->cpu_quarantine[c], caches, n, objects, bytes, other);
+		odb_cpu_unlock(k, c, &v);
+	}
+	local_irq_save(k, flags);
+	quarantine_lock_acquire(q);
+	if (q->policy == QUARANTINE_QUARTER)
+		qlist_count(k, &q->old_global, caches, n, objects, bytes, other);
+	else
+		for (unsigned long i = 0; i < q->batches; i++)
+			qlist_count(k, &q->global_quarantine[i], caches, n, objects, bytes, other);
+	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 	return odb_leave(t, ODB_OK);
 }

@@ -360,6 +360,7 @@ static PyObject *py_kasan_quarantine_stats(PyObject *m, PyObject *args)
 	SETK(d, "lock_wait_ns_max", s.lock_wait_ns_max);
 	SETK(d, "remove_cache_calls", s.remove_cache_calls);
 	SETK(d, "remove_cache_objects", s.remove_cache_objects);
+	SETK(d, "offline_objects", s.offline_objects);
 	SETK(d, "in_flight", s.in_flight);
 	SETK(d, "peak_total", s.peak_total);
 	PyMem_Free(percpu);
@@ -396,6 +397,76 @@ static PyObject *py_kasan_quarantine_reduce(PyObject *m, PyObject *args)
 static PyObject *py_kasan_quarantine_drain(PyObject *m, PyObject *args)
 {
 	return simple_call(m, args, odb_kasan_quarantine_drain);
+}
+
+/* {cache name: (objects, bytes)} of what the quarantine holds now; objects of a
+ * cache not listed (none, normally) under None. */
+static PyObject *py_kasan_quarantine_count(PyObject *m, PyObject *args)
+{
+	PyObject *kobj, *d = NULL, *names = NULL;
+	KernelObject *ko;
+	odb_cache **caches = NULL;
+	uint64_t *objs = NULL, *bytes = NULL, other[2];
+	size_t n, cap;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "O", &kobj))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	cap = odb_kmem_cache_list(ko->k, NULL, 0) + 1;
+	caches = PyMem_Calloc(cap, sizeof(*caches));
+	objs = PyMem_Calloc(cap, sizeof(*objs));
+	bytes = PyMem_Calloc(cap, sizeof(*bytes));
+	if (!caches || !objs || !bytes) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	n = odb_kmem_cache_list(ko->k, caches, cap);
+	if (n > cap)
+		n = cap;
+	/* names first: the walk below only compares the cache pointers */
+	if (!(names = PyList_New((Py_ssize_t)n)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct odb_cache_info info;
+		PyObject *v;
+
+		if (odb_kmem_cache_info(ko->k, caches[i], &info))
+			info.name[0] = '\0';
+		if (!(v = PyUnicode_FromString(info.name)))
+			goto out;
+		PyList_SET_ITEM(names, (Py_ssize_t)i, v);
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kasan_quarantine_count(ko->k, caches, n, objs, bytes, other);
+	Py_END_ALLOW_THREADS
+	if (ret) {
+		odb_raise(ko, ret);
+		goto out;
+	}
+	if (!(d = PyDict_New()))
+		goto out;
+	for (size_t i = 0; i <= n; i++) {
+		PyObject *key = i < n ? PyList_GET_ITEM(names, (Py_ssize_t)i) : Py_None;
+		unsigned long long o = i < n ? objs[i] : other[0], b = i < n ? bytes[i] : other[1];
+		PyObject *v;
+
+		if (i == n && !o)
+			break;
+		v = Py_BuildValue("(KK)", o, b);
+		if (!v || PyDict_SetItem(d, key, v)) {
+			Py_XDECREF(v);
+			Py_CLEAR(d);
+			goto out;
+		}
+		Py_DECREF(v);
+	}
+out:
+	Py_XDECREF(names);
+	PyMem_Free(caches);
+	PyMem_Free(objs);
+	PyMem_Free(bytes);
+	return d;
 }
 
 static PyObject *py_kasan_quarantine_cpu_offline(PyObject *m, PyObject *args)
@@ -494,6 +565,8 @@ static PyMethodDef kasan_methods[] = {
 	{ "kasan_quarantine_stats", py_kasan_quarantine_stats, METH_VARARGS, "Quarantine stats dict." },
 	{ "kasan_quarantine_reduce", py_kasan_quarantine_reduce, METH_VARARGS, "One quarantine reduce." },
 	{ "kasan_quarantine_drain", py_kasan_quarantine_drain, METH_VARARGS, "Free every quarantined object." },
+	{ "kasan_quarantine_count", py_kasan_quarantine_count, METH_VARARGS,
+	  "kasan_quarantine_count(kernel) -> {cache name: (objects, bytes)} held in the quarantine." },
 	{ "kasan_quarantine_cpu_offline", py_kasan_quarantine_cpu_offline, METH_VARARGS, "CPU hotplug of the quarantine." },
 	{ "quarantine_geometry", py_quarantine_geometry, METH_VARARGS, "quarantine_geometry(ram, cpus, nr_cpus) -> dict." },
 	{ "quarantine_storm", py_quarantine_storm, METH_VARARGS, "quarantine_storm(kernel, ops, threads, live, min, max, seed) -> dict." },

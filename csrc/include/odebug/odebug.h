@@ -440,12 +440,21 @@ struct odb_quarantine_stats {
 	uint64_t lock_ns_max, lock_ns_p50, lock_ns_p99, lock_ns_total;   /* quarantine_lock holds */
 	uint64_t lock_waits, lock_wait_ns_total, lock_wait_ns_max;       /* contended acquisitions */
 	uint64_t remove_cache_calls, remove_cache_objects;
+	uint64_t offline_objects;     /* freed at once when a vCPU went offline */
+	/* conservation: objects quarantined now = put_calls - evicted_objects -
+	 * remove_cache_objects - offline_objects (when quiescent) */
 	uint64_t in_flight;           /* bytes being freed by reducers now */
 	uint64_t peak_total;          /* peak of ring + per-CPU + in-flight bytes */
 };
 /* percpu (may be NULL) gets odb_nr_cpus(k) per-vCPU byte counts.  ODB_ESTATE if KASAN is off. */
 ODB_API int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out,
 				       uint64_t *percpu);
+/* The objects in the quarantine now (per-vCPU lists and the ring), by cache:
+ * objects[i] / bytes[i] for caches[i]; other[0] / other[1] for any other cache.
+ * A walk of every list (per-vCPU lists under their irq locks, the ring under
+ * quarantine_lock): for checks, not for hot paths.  ODB_ESTATE if KASAN is off. */
+ODB_API int odb_kasan_quarantine_count(odb_kernel *k, odb_cache *const *caches, size_t n,
+				       uint64_t *objects, uint64_t *bytes, uint64_t *other);
 /* One quarantine reduce, as a blocking allocation runs it. */
 ODB_API int odb_kasan_quarantine_reduce(odb_kernel *k);
 /* Give every quarantined object back to its slab (kasan_quarantine_remove_cache
@@ -565,6 +574,7 @@ struct odb_debug_objects_internals {
 	int pcp_free[ODB_MAX_CPUS];   /* per-vCPU free list lengths */
 	int64_t hashed;               /* trackers in the hash */
 	int64_t work_runs;            /* free_obj_work invocations */
+	int64_t work_runs_worker;     /* of which on the real clock's worker thread */
 	int64_t trylock_failed;       /* of which the trylock failed */
 	bool selftest_passed;
 };
