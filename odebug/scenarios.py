@@ -8,8 +8,9 @@ reports mean, variance and stdev as the 2016 SLUB series did.
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from . import _core
 
@@ -98,34 +99,140 @@ def object_churn(k, rounds: int = 200, wave: int = 400, lifetime: int = 3, *,
                        dict(d.stats()))
 
 
-def check_invariants(k) -> Dict[str, int]:
-    """The invariants every scenario must leave behind; raises AssertionError.
+#: trackers the debug-objects pool starts with (ODEBUG_POOL_SIZE): taken from
+#: the tracker cache at boot, when the static pool is replaced
+ODEBUG_POOL_SIZE = 1024
 
-    After draining the KASAN quarantine (every object back in its slab):
-    * validate() finds nothing in any cache, and no report was made;
-    * per cache, the statistics add up with the slabs: allocations - frees ==
-      objects the slabs hold (after validate's flush of every vCPU slab);
-    * the tracker cache holds exactly the debug-objects pool:
-      pool_free (incl. the per-CPU lists) + pool_used + on_free_list.
-    Returns the objects held per cache (the live ones, for the caller to compare
-    with what it still holds)."""
-    if k.kasan.enabled:
-        k.kasan.quarantine.drain()
-    held: Dict[str, int] = {}
-    for c in k.caches():
-        assert c.validate() == 0, f"validate({c.name}) found errors"
-        st = c.stats()
-        n = st["alloc_fastpath"] + st["alloc_slowpath"] - st["free_fastpath"] - st["free_slowpath"]
-        active = c.info()["active_objs"]
-        assert n == active, f"{c.name}: allocated - freed = {n}, slabs hold {active}"
-        held[c.name] = n
+
+class InvariantError(AssertionError):
+    """An invariant a scenario must leave behind does not hold."""
+
+
+def accounting(k) -> Dict[str, Dict[str, int]]:
+    """Per cache: ``allocated`` and ``freed`` (the slab's statistics), ``held``
+    (the objects its slabs hold, counted after a flush of every vCPU slab, i.e.
+    after ``validate``), ``quarantined`` (objects in the KASAN quarantine),
+    ``pooled`` (debug-objects trackers: the pool, the per-CPU lists, the to-free
+    list and the hashed ones) and ``live`` = held - quarantined - pooled (what
+    the kernel's users still hold).  Meant for a quiescent kernel."""
+    q = k.kasan.quarantine.count() if k.kasan.enabled else {}
     d = k.debug_objects
-    if d.enabled and "debug_objects_cache" in held:
-        s = d.stats()
-        pool = s["pool_free"] + s["pool_used"] + s["on_free_list"]
-        assert held["debug_objects_cache"] == pool, (held["debug_objects_cache"], pool)
-    assert not k.reports, [r.kind for r in k.reports]
-    return held
+    pooled = 0
+    if d.enabled:
+        i = d.internals()
+        if i["obj_cache"]:
+            pooled = i["obj_pool_free"] + sum(i["pcp_free"]) + i["obj_nr_tofree"] + i["hashed"]
+    out: Dict[str, Dict[str, int]] = {}
+    for c in k.caches():
+        errors = c.validate()                  # flushes every vCPU slab first
+        st = c.stats()
+        row = {"allocated": st["alloc_fastpath"] + st["alloc_slowpath"],
+               "freed": st["free_fastpath"] + st["free_slowpath"],
+               "held": c.info()["active_objs"],
+               "quarantined": q.get(c.name, (0, 0))[0],
+               "quarantined_bytes": q.get(c.name, (0, 0))[1],
+               "pooled": pooled if c.name == "debug_objects_cache" else 0,
+               "validate_errors": errors}
+        row["live"] = row["held"] - row["quarantined"] - row["pooled"]
+        out[c.name] = row
+    return out
+
+
+def _problems(k) -> List[str]:
+    bad: List[str] = []
+    acct = accounting(k)
+    for name, a in acct.items():
+        if a["validate_errors"]:
+            bad.append(f"validate({name}) found {a['validate_errors']} errors")
+        if a["allocated"] - a["freed"] != a["held"]:
+            bad.append(f"{name}: allocated - freed = {a['allocated'] - a['freed']}, "
+                       f"its slabs hold {a['held']}")
+        if a["live"] < 0:
+            bad.append(f"{name}: slabs hold {a['held']} < quarantined {a['quarantined']} "
+                       f"+ pooled {a['pooled']}")
+    if k.kasan.enabled:
+        q = k.kasan.quarantine
+        count, st = q.count(), q.stats()
+        if None in count:
+            bad.append(f"quarantine holds objects of unlisted caches: {count[None]}")
+        objs = sum(o for o, _ in count.values())
+        nbytes = sum(b for _, b in count.values())
+        if nbytes != st["ring_bytes"] + st["percpu_total"]:
+            bad.append(f"quarantine: lists hold {nbytes} bytes, counters say ring "
+                       f"{st['ring_bytes']} + per-CPU {st['percpu_total']}")
+        inside = (st["put_calls"] - st["evicted_objects"] - st["remove_cache_objects"]
+                  - st["offline_objects"])
+        if inside != objs:
+            bad.append(f"quarantine: {objs} objects in its lists, put - evicted - removed "
+                       f"- offline = {inside}")
+        if st["in_flight"]:
+            bad.append(f"quarantine: {st['in_flight']} bytes still in flight")
+        if st["policy"] == "batched" and st["size"] < st["ring_bytes"]:
+            bad.append(f"quarantine: quarantine_size {st['size']} < ring bytes {st['ring_bytes']}")
+    d = k.debug_objects
+    if d.enabled and "debug_objects_cache" in acct:
+        i, s = d.internals(), d.stats()
+        t = acct["debug_objects_cache"]
+        if t["live"]:
+            bad.append(f"debug_objects_cache: {t['live']} trackers outside the pool "
+                       f"(held {t['held']}, quarantined {t['quarantined']}, pooled {t['pooled']})")
+        if t["allocated"] != s["objs_allocated"] + ODEBUG_POOL_SIZE:
+            bad.append(f"debug objects: objs_allocated {s['objs_allocated']} + {ODEBUG_POOL_SIZE} "
+                       f"!= tracker cache allocations {t['allocated']}")
+        if s["objs_allocated"] + ODEBUG_POOL_SIZE - s["objs_freed"] != t["pooled"]:
+            bad.append(f"debug objects: allocated - freed = "
+                       f"{s['objs_allocated'] + ODEBUG_POOL_SIZE - s['objs_freed']}, pool holds {t['pooled']}")
+        if s["pool_used"] != i["hashed"]:
+            bad.append(f"debug objects: pool_used {s['pool_used']} != hashed trackers {i['hashed']}")
+        if s["pool_free"] != i["obj_pool_free"] + sum(i["pcp_free"]):
+            bad.append("debug objects: pool_free != global + per-CPU free lists")
+    if k.reports:
+        bad.append(f"reports: {[r.kind for r in k.reports]}")
+    return bad
+
+
+def check_invariants(k, *, drain: bool = True, retries: Optional[int] = None) -> Dict[str, int]:
+    """The invariants every scenario must leave behind; raises InvariantError
+    (an AssertionError) naming each one that does not hold.
+
+    * no report was made, and validate() finds nothing in any cache;
+    * per cache, the statistics add up with the slabs: allocated - freed == the
+      objects its slabs hold == live + quarantined + pooled (``accounting``);
+    * the quarantine's lists hold what its counters say (bytes: ring + per-CPU;
+      objects: put - evicted - removed - offline), nothing in flight;
+    * the tracker cache holds exactly the debug-objects pool (free, per-CPU,
+      to-free, hashed), objs_allocated + ODEBUG_POOL_SIZE is its allocation
+      count, allocated - freed is the pool, pool_used is the hashed trackers;
+    * with ``drain`` (default): the quarantine is drained and every cache is
+      checked again: what was quarantined is back in the slabs, live unchanged.
+
+    Returns the live objects per cache (what the caller should still hold).
+    On a ``clock="real"`` kernel the worker may be freeing trackers meanwhile:
+    the checks are retried (``retries``, default 40, 50 ms apart) until they
+    hold on a quiet moment."""
+    if retries is None:
+        retries = 40 if k.clock == "real" else 0
+    for attempt in range(retries + 1):
+        bad = _problems(k)
+        if not bad or attempt == retries:
+            break
+        time.sleep(0.05)
+    if bad:
+        raise InvariantError("; ".join(bad))
+    live = {name: a["live"] for name, a in accounting(k).items()}
+    if drain and k.kasan.enabled:
+        k.kasan.quarantine.drain()
+        bad = _problems(k)
+        acct = accounting(k)
+        for name, a in acct.items():
+            if a["quarantined"]:
+                bad.append(f"{name}: {a['quarantined']} objects still quarantined after drain")
+            if name in live and a["live"] != live[name]:
+                bad.append(f"{name}: live {live[name]} before the drain, {a['live']} after")
+        if bad:
+            raise InvariantError("after drain: " + "; ".join(bad))
+        live = {name: a["live"] for name, a in acct.items()}
+    return live
 
 
 @dataclass
@@ -139,12 +246,14 @@ class StormResult:
     kfree_ns: Dict[str, int]
     longest_reduce_bytes: int
     longest_reduce_ms: float
-    quarantine_lock_wait_ms: float
-    quarantine_lock_wait_max_ms: float
+    quarantine_lock_wait_ms: float    # total, over every thread, during this storm
+    quarantine_lock_wait_max_ms: float  # the kernel's longest wait (this storm's on a fresh kernel)
     mutex_ops: int
     mutex_wait_ms: float
     mutex_wait_max_ms: float
     quarantine: Dict[str, object] = field(default_factory=dict)
+    quarantine_lock_waits: int = 0    # contended acquisitions during this storm
+    evicting_reduces: int = 0         # during this storm
 
 
 def quarantine_storm(k, ops: int = 200_000, *, threads: int = 2, live: int = 256,
@@ -152,7 +261,12 @@ def quarantine_storm(k, ops: int = 200_000, *, threads: int = 2, live: int = 256
                      seed: int = 0) -> StormResult:
     """A syzkaller-like load on the KASAN quarantine: ``threads`` pthreads (one
     per vCPU) kmalloc and kfree random sizes, every ``mutex_every``-th step
-    while holding a mutex they all share; ``ops`` pairs per thread."""
+    while holding a mutex they all share; ``ops`` pairs per thread.
+
+    Totals (lock waits, evicting reduces) are this storm's; the maxima (longest
+    reduce, longest quarantine_lock wait) are the kernel's since boot, i.e. this
+    storm's on a fresh kernel."""
+    q0 = k.kasan.quarantine.stats()
     r = k.kasan.quarantine.storm(ops, threads=threads, live=live, min_size=min_size,
                                  max_size=max_size, seed=seed, mutex_every=mutex_every)
     q = k.kasan.quarantine.stats()
@@ -162,7 +276,9 @@ def quarantine_storm(k, ops: int = 200_000, *, threads: int = 2, live: int = 256
         kmalloc_ns={"p50": r["alloc_p50"], "p99": r["alloc_p99"], "max": r["alloc_max"]},
         kfree_ns={"p50": r["free_p50"], "p99": r["free_p99"], "max": r["free_max"]},
         longest_reduce_bytes=q["max_evict_bytes"], longest_reduce_ms=q["free_ns_max"] / 1e6,
-        quarantine_lock_wait_ms=q["lock_wait_ns_total"] / 1e6,
+        quarantine_lock_wait_ms=(q["lock_wait_ns_total"] - q0["lock_wait_ns_total"]) / 1e6,
         quarantine_lock_wait_max_ms=q["lock_wait_ns_max"] / 1e6,
         mutex_ops=r["mutex_ops"], mutex_wait_ms=r["mutex_wait_ns_total"] / 1e6,
-        mutex_wait_max_ms=r["mutex_wait_ns_max"] / 1e6, quarantine=q)
+        mutex_wait_max_ms=r["mutex_wait_ns_max"] / 1e6, quarantine=q,
+        quarantine_lock_waits=q["lock_waits"] - q0["lock_waits"],
+        evicting_reduces=q["reduce_evicting"] - q0["reduce_evicting"])
