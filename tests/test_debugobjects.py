@@ -1,7 +1,7 @@
 """debugobjects (lib/debugobjects.c, v5.3) through the Python API.
 
 Spec: shared/spec/debugobjects.md.  Numbers marked "spec 12" come from the
-reference model (reproduced by tests/dobj_model.py, our own copy).
+reference model (reproduced by odebug/_models.py, our own copy).
 """
 import gc
 import re
@@ -12,7 +12,7 @@ import pytest
 import odebug
 from odebug.debugobjects import EINVAL, STATS_FIELDS, State
 
-import dobj_model as model
+from odebug import _models as model
 
 A = odebug.Kernel  # noqa: N816 (short alias)
 BASE = 0xffff_c900_0000_0000      # synthetic addresses outside the arena (like .data)

@@ -5,11 +5,11 @@ access size and direction asserted, and that nothing else was reported."""
 import re
 
 import pytest
-from hypothesis import settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis import settings
 
 import odebug
 from odebug.kasan import KASAN_SLAB_FREE, KASAN_SLAB_FREE_META, KASAN_SLAB_REDZONE
+from odebug.testing import QuarantineMachine
 
 MiB = 1 << 20
 
@@ -716,92 +716,16 @@ def test_threads_storm_balance():
         assert s["percpu_total"] == 0 and s["ring_bytes"] == 0
 
 
-# ---- a state machine: every access verdict against a model -------------------------------------
-SIZES = [8, 13, 24, 40, 64, 100, 128]
+# ---- the state machine of odebug.testing: every access verdict against a model -------------------
+class QuarterQuarantineMachine(QuarantineMachine):
+    policy = "quarter"
 
 
-class KasanMachine(RuleBasedStateMachine):
-    @initialize(policy=st.sampled_from(["batched", "quarter"]))
-    def boot(self, policy):
-        self.k = K(f"odebug.quarantine={policy}", ram="64M", cpus=1)
-        self.live = {}        # addr -> requested size
-        self.freed = {}       # addr -> object_size of its cache (not live: quarantined or free)
-
-    def teardown(self):
-        if hasattr(self, "k"):
-            self.k.close()
-
-    @rule(size=st.sampled_from(SIZES))
-    def alloc(self, size):
-        p = self.k.kmalloc(size)
-        self.freed.pop(p, None)
-        assert p not in self.live
-        self.live[p] = size
-
-    @precondition(lambda self: self.live)
-    @rule(data=st.data())
-    def free(self, data):
-        p = data.draw(st.sampled_from(sorted(self.live)))
-        n = self.k.report_count
-        self.k.kfree(p)
-        assert self.k.report_count == n
-        self.freed[p] = _objsize(self.live.pop(p))
-
-    @precondition(lambda self: self.freed)
-    @rule(data=st.data())
-    def double_free(self, data):
-        p = data.draw(st.sampled_from(sorted(self.freed)))
-        n = self.k.report_count
-        self.k.kfree(p)
-        new = self.k.reports[n:]
-        assert [r.kind for r in new] == ["double-free"]
-
-    @precondition(lambda self: self.live or self.freed)
-    @rule(data=st.data(), write=st.booleans())
-    def access(self, data, write):
-        p = data.draw(st.sampled_from(sorted(set(self.live) | set(self.freed))))
-        cap = self.live.get(p) or self.freed[p]
-        off = data.draw(st.integers(-8, cap + 16))
-        n = data.draw(st.sampled_from([1, 2, 4, 8, 16, 5]))
-        c0 = self.k.report_count
-        if write:
-            self.k.write(p + off, b"\0" * n)
-        else:
-            self.k.read(p + off, n)
-        new = self.k.reports[c0:]
-        if p in self.live:
-            size = self.live[p]
-            ok = off >= 0 and off + n <= size
-            # the access may run into a neighbour (allocated or not): only the
-            # verdict inside our own object + redzone is modelled exactly
-            if ok:
-                assert new == [], [r.kind for r in new]
-            elif off >= 0 and off < size:
-                assert [r.kind for r in new] == [OOB]
-            elif off >= size and off + n <= _objsize(size) + 16:
-                assert [r.kind for r in new] == [OOB]
-        else:
-            if 0 <= off < cap:
-                assert [r.kind for r in new] == [UAF]
-        for r in new:
-            assert r.size == n and r.is_write == write
-
-    @invariant()
-    def quarantine_bounded(self):
-        if hasattr(self, "k"):
-            s = self.k.kasan.quarantine.stats()
-            assert s["size"] <= 64 * MiB // 32 + 2 * MiB
-
-
-def _objsize(size):
-    for s in (8, 16, 32, 64, 96, 128, 192):
-        if size <= s:
-            return s
-    raise AssertionError(size)
-
-
-TestKasanMachine = KasanMachine.TestCase
-TestKasanMachine.settings = settings(max_examples=25, stateful_step_count=40, deadline=None)
+TestQuarantineMachine = QuarantineMachine.TestCase
+TestQuarantineMachine.settings = settings(max_examples=13, stateful_step_count=40, deadline=None)
+TestQuarterQuarantineMachine = QuarterQuarantineMachine.TestCase
+TestQuarterQuarantineMachine.settings = settings(max_examples=12, stateful_step_count=40,
+                                                 deadline=None)
 
 
 def test_storm_mutex_and_lock_waits():

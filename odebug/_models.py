@@ -1,4 +1,4 @@
-"""A Python model of debugobjects (Linux v5.3) for the tests.
+"""A Python model of debugobjects (Linux v5.3) (odebug.testing.DebugObjectsMachine and the tests).
 
 The pool part follows the reference model of the spec
 (shared/spec/debugobjects_model.py, classes ``M`` for v5.3 and ``L`` for the
