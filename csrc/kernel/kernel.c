@@ -131,11 +131,11 @@ static void task_stack_bounds(struct odb_task *t)
 	}
 }
 
-struct odb_task *odb_current(struct odb_kernel *k)
+struct odb_task *odb_current_slow(struct odb_kernel *k)
 {
 	struct odb_task *t = pthread_getspecific(k->task_key);
 
-	if (likely(t))
+	if (t)
 		return t;
 	t = calloc(1, sizeof(*t));
 	if (!t)

@@ -105,8 +105,11 @@ struct odb_task {
 	bool exclusive;               /* holds its vCPU's irq lock while bound (odb_bind_cpu_exclusive) */
 };
 
-/* The calling thread's task in k, created on first use (NULL only on OOM). */
-struct odb_task *odb_current(struct odb_kernel *k);
+/* The calling thread's task in k, created on first use (NULL only on OOM):
+ * odb_current (inline, below struct odb_kernel) is one pthread_getspecific on
+ * the fast path; odb_current_slow creates the task. */
+static inline struct odb_task *odb_current(struct odb_kernel *k);
+struct odb_task *odb_current_slow(struct odb_kernel *k);
 static inline int smp_processor_id_task(const struct odb_task *t)
 { return t->cpu < 0 ? 0 : t->cpu; }
 int smp_processor_id(struct odb_kernel *k);
@@ -408,6 +411,13 @@ struct odb_kernel {
 	void *kasan;
 	void *debugobjects;
 };
+
+static inline struct odb_task *odb_current(struct odb_kernel *k)
+{
+	struct odb_task *t = (struct odb_task *)pthread_getspecific(k->task_key);
+
+	return likely(t) ? t : odb_current_slow(k);
+}
 
 static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len)
 {
