@@ -1,6 +1,7 @@
 """odebug.testing as a user meets it: machines that catch a planted use-after-free
 and double free, the reproducer script (replayed in a fresh interpreter), the
 operation-sequence strategies, and the recorder."""
+import os
 import subprocess
 import sys
 
@@ -189,3 +190,27 @@ def test_run_ops_misuse_ops_report():
     assert [r.kind for r in run.reports] == ["slab-use-after-free", "double-free"]
     assert run.unexpected() == []
     assert "k.read(p1 + 3, 1)" in run.script
+
+
+@pytest.mark.parametrize("env, name, max_examples, derandomize", [
+    ({"HYPOTHESIS_PROFILE": "fuzz"}, "fuzz", 20_000, False),
+    # (under $CI hypothesis's own defaults may derandomize: not checked)
+    ({"HYPOTHESIS_PROFILE": "dev", "CI": "true"}, "dev", 25, None),
+    ({"CI": "true"}, "ci", 40, True),
+    ({}, "dev", 25, False),
+])
+def test_profiles_selected_by_environment(env, name, max_examples, derandomize):
+    """HYPOTHESIS_PROFILE picks dev/ci/fuzz; without it $CI means ci, else dev
+    (in a child process: loading a profile changes hypothesis's defaults)."""
+    code = ("from hypothesis import settings; from odebug.testing import register_profiles; "
+            "n = register_profiles(); s = settings.default; "
+            "print(n, s.max_examples, s.derandomize, s.database is None)")
+    e = {k: v for k, v in os.environ.items() if k not in ("HYPOTHESIS_PROFILE", "CI")}
+    e.update(env)
+    out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out[:2] == [name, str(max_examples)]
+    if derandomize is not None:
+        assert out[2] == str(derandomize)
+    if name == "ci":
+        assert out[3] == "True"          # no example database in CI
