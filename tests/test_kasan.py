@@ -671,6 +671,26 @@ def test_quarantine_count_by_cache_and_conservation(policy):
         a.destroy()
 
 
+def test_metadata_at_a_4_byte_offset_slub_debug_u_on_kmalloc():
+    """slub_debug=U on a kmalloc cache puts the 4-byte orig_size before KASAN's
+    metadata, so the free meta (and its quarantine link) sit at a 4-byte
+    offset, as in the kernel.  Free, quarantine, reduce, drain and the free
+    track in a report all work there (the UBSan build checks the accesses)."""
+    with K("slub_debug=U kasan_multi_shot", ram="64M", cpus=1) as k:
+        q = k.kasan.quarantine
+        ps = [k.kmalloc(13) for _ in range(200)]
+        for p in ps:
+            k.kfree(p)
+        assert q.count()["kmalloc-16"][0] == 200
+        q.reduce()
+        k.read(ps[-1], 1)
+        r = k.reports[-1]
+        assert r.kind == UAF and "Freed by task" in r.text
+        q.drain()
+        assert q.count()["kmalloc-16"][0] == 0
+        assert k.cache("kmalloc-16").validate() == 0
+
+
 def test_quarantine_count_kasan_off():
     with odebug.Kernel("kasan=off no_debug_objects", ram="64M") as k:
         with pytest.raises(odebug.Error):

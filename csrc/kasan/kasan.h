@@ -54,8 +54,12 @@ struct kasan_track {
 	uint32_t pid;
 	uint32_t stack;                 /* depot handle, 0 = none */
 };
+/* The link lives in the free meta, which the kernel's layout can place at a
+ * 4-byte offset (slub_debug=U on a kmalloc cache adds the 4-byte orig_size
+ * before KASAN's metadata; x86 does not mind, C does): the arena address is
+ * kept as bytes (alignment 1) and read and written with memcpy only. */
 struct qlist_node {
-	odb_addr_t next;                /* arena address of the next node, 0 = end */
+	unsigned char next[sizeof(odb_addr_t)];   /* arena address of the next node, 0 = end */
 };
 struct kasan_alloc_meta {
 	struct kasan_track alloc_track;
@@ -67,6 +71,8 @@ struct kasan_free_meta {
 };
 _Static_assert(sizeof(struct kasan_alloc_meta) == 16, "alloc meta is 16 bytes");
 _Static_assert(sizeof(struct kasan_free_meta) == 16, "free meta is 16 bytes");
+_Static_assert(_Alignof(struct kasan_free_meta) <= 4 && _Alignof(struct kasan_alloc_meta) <= 4,
+	       "KASAN metadata may sit at a 4-byte offset");
 
 /* ---- quarantine ------------------------------------------------------------------- */
 struct qlist_head {
