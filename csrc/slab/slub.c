@@ -104,19 +104,6 @@ static void slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsi
 }
 
 /* ---- object geometry ------------------------------------------------------------ */
-struct slab *virt_to_slab(struct odb_kernel *k, const void *x)
-{
-	char *p = (char *)x;
-	struct page *pg;
-
-	if (p < k->ram || p >= k->ram + k->ram_bytes)
-		return NULL;
-	pg = virt_to_head_page(k, host_to_virt(k, p));
-	if (!pg || !(READ_ONCE(pg->flags) & PG_slab))
-		return NULL;
-	return page_slab(pg);
-}
-
 odb_addr_t slab_virt(struct kmem_cache *s, const void *p)
 {
 	return p ? host_to_virt(s->k, p) : 0;
@@ -131,27 +118,6 @@ void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x)
 	if (idx >= SLAB_OBJECTS(slab_counters(sl)))
 		idx = SLAB_OBJECTS(slab_counters(sl)) - 1;
 	return base + idx * s->size + s->red_left_pad;
-}
-
-bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
-{
-	uintptr_t base, o, off;
-	uint32_t idx;
-
-	if (!object)
-		return true;
-	base = (uintptr_t)slab_address(s->k, sl);
-	o = (uintptr_t)object - s->red_left_pad;     /* wild values: unsigned arithmetic */
-	if (o < base || o >= base + (uintptr_t)SLAB_OBJECTS(slab_counters(sl)) * s->size)
-		return false;
-	off = o - base;
-	/* obj_to_index via the reciprocal (reciprocal_divide), then exactness */
-	idx = (uint32_t)(((uint64_t)off * s->reciprocal_size) >> 32);
-	if ((uintptr_t)idx * s->size > off)
-		idx--;
-	else if ((uintptr_t)(idx + 1) * s->size <= off)
-		idx++;
-	return (uintptr_t)idx * s->size == off;
 }
 
 /* ---- slab pages ---------------------------------------------------------------- */
@@ -940,8 +906,8 @@ static bool slab_free_hook(struct kmem_cache *s, void *x)
  * freelist on these; odebug reports them and frees nothing, so a report never
  * corrupts the allocator).  Returns the slab to free into, or NULL.
  */
-static struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x,
-				const char *fn)
+static inline __attribute__((always_inline))
+struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, const char *fn)
 {
 	struct kmem_cache *s = *sp;
 	struct slab *sl = virt_to_slab(k, x);

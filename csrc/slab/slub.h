@@ -190,11 +190,45 @@ static inline void slab_set(struct slab *sl, void *fl, unsigned long c)
 	__atomic_store_n(&sl->counters, c, __ATOMIC_RELEASE);
 }
 
-/* Object lookup: the slab holding host pointer x (NULL if not a slab page). */
-struct slab *virt_to_slab(struct odb_kernel *k, const void *x);
+/* Object lookup: the slab holding host pointer x (NULL if not a slab page).
+ * Inline: every free makes it (virt_to_head_page on the arena offset). */
+static inline struct slab *virt_to_slab(struct odb_kernel *k, const void *x)
+{
+	uintptr_t off = (uintptr_t)x - (uintptr_t)k->ram;   /* below ram: wraps, rejected */
+	struct page *pg;
+
+	if (off >= k->ram_bytes)
+		return NULL;
+	pg = &k->pages[off >> PAGE_SHIFT];
+	if (READ_ONCE(pg->flags) & PG_tail)
+		pg = &k->pages[pg->head];
+	if (!(READ_ONCE(pg->flags) & PG_slab))
+		return NULL;
+	return page_slab(pg);
+}
 /* Start of the object slot containing x, relative to the slab (object pointer). */
 void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x);
-bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object);
+/* check_valid_pointer: object is NULL or exactly the start of an object of sl
+ * (obj_to_index by the reciprocal, then exactness).  Inline: every free. */
+static inline bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
+{
+	uintptr_t base, o, off;
+	uint32_t idx;
+
+	if (!object)
+		return true;
+	base = (uintptr_t)slab_address(s->k, sl);
+	o = (uintptr_t)object - s->red_left_pad;     /* wild values: unsigned arithmetic */
+	if (o < base || o >= base + (uintptr_t)SLAB_OBJECTS(slab_counters(sl)) * s->size)
+		return false;
+	off = o - base;
+	idx = (uint32_t)(((uint64_t)off * s->reciprocal_size) >> 32);
+	if ((uintptr_t)idx * s->size > off)
+		idx--;
+	else if ((uintptr_t)(idx + 1) * s->size <= off)
+		idx++;
+	return (uintptr_t)idx * s->size == off;
+}
 struct track *get_track(struct kmem_cache *s, void *object, enum track_item alloc);
 unsigned int *get_orig_size_ptr(struct kmem_cache *s, void *object);
 unsigned int get_info_end(const struct kmem_cache *s);
