@@ -56,13 +56,13 @@ static inline void hlist_add_head(struct hlist_node *n, struct hlist_head *h)
 	n->next = h->first;
 	if (h->first)
 		h->first->pprev = &n->next;
-	h->first = n;
+	WRITE_ONCE(h->first, n);   /* as the kernel's: a bucket's head is peeked unlocked */
 	n->pprev = &h->first;
 }
 
 static inline void hlist_del(struct hlist_node *n)
 {
-	*n->pprev = n->next;
+	WRITE_ONCE(*n->pprev, n->next);
 	if (n->next)
 		n->next->pprev = n->pprev;
 	n->next = NULL;
@@ -72,10 +72,10 @@ static inline void hlist_del(struct hlist_node *n)
 /* Move the whole list from old to new (new must be empty). */
 static inline void hlist_move_list(struct hlist_head *old, struct hlist_head *new)
 {
-	new->first = old->first;
+	WRITE_ONCE(new->first, old->first);
 	if (new->first)
 		new->first->pprev = &new->first;
-	old->first = NULL;
+	WRITE_ONCE(old->first, NULL);
 }
 
 /* ---- data ------------------------------------------------------------------------ */
