@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import _core
 
@@ -115,7 +115,11 @@ def accounting(k) -> Dict[str, Dict[str, int]]:
     ``pooled`` (debug-objects trackers: the pool, the per-CPU lists, the to-free
     list and the hashed ones) and ``live`` = held - quarantined - pooled (what
     the kernel's users still hold).  Meant for a quiescent kernel."""
-    q = k.kasan.quarantine.count() if k.kasan.enabled else {}
+    return _accounting(k, k.kasan.quarantine.count() if k.kasan.enabled else {})
+
+
+def _accounting(k, q: Dict) -> Dict[str, Dict[str, int]]:
+    """accounting() with the quarantine's count(), ``q``, already taken."""
     d = k.debug_objects
     pooled = 0
     if d.enabled:
@@ -138,9 +142,12 @@ def accounting(k) -> Dict[str, Dict[str, int]]:
     return out
 
 
-def _problems(k) -> List[str]:
+def _problems(k) -> Tuple[List[str], Dict[str, Dict[str, int]]]:
+    """What does not hold, and the accounting it was checked on (one validate
+    pass and one walk of the quarantine per check)."""
     bad: List[str] = []
-    acct = accounting(k)
+    count = k.kasan.quarantine.count() if k.kasan.enabled else {}
+    acct = _accounting(k, count)
     for name, a in acct.items():
         if a["validate_errors"]:
             bad.append(f"validate({name}) found {a['validate_errors']} errors")
@@ -151,8 +158,7 @@ def _problems(k) -> List[str]:
             bad.append(f"{name}: slabs hold {a['held']} < quarantined {a['quarantined']} "
                        f"+ pooled {a['pooled']}")
     if k.kasan.enabled:
-        q = k.kasan.quarantine
-        count, st = q.count(), q.stats()
+        st = k.kasan.quarantine.stats()
         if None in count:
             bad.append(f"quarantine holds objects of unlisted caches: {count[None]}")
         objs = sum(o for o, _ in count.values())
@@ -188,7 +194,7 @@ def _problems(k) -> List[str]:
             bad.append("debug objects: pool_free != global + per-CPU free lists")
     if k.reports:
         bad.append(f"reports: {[r.kind for r in k.reports]}")
-    return bad
+    return bad, acct
 
 
 def check_invariants(k, *, drain: bool = True, retries: Optional[int] = None) -> Dict[str, int]:
@@ -213,17 +219,16 @@ def check_invariants(k, *, drain: bool = True, retries: Optional[int] = None) ->
     if retries is None:
         retries = 40 if k.clock == "real" else 0
     for attempt in range(retries + 1):
-        bad = _problems(k)
+        bad, acct = _problems(k)
         if not bad or attempt == retries:
             break
         time.sleep(0.05)
     if bad:
         raise InvariantError("; ".join(bad))
-    live = {name: a["live"] for name, a in accounting(k).items()}
+    live = {name: a["live"] for name, a in acct.items()}
     if drain and k.kasan.enabled:
         k.kasan.quarantine.drain()
-        bad = _problems(k)
-        acct = accounting(k)
+        bad, acct = _problems(k)
         for name, a in acct.items():
             if a["quarantined"]:
                 bad.append(f"{name}: {a['quarantined']} objects still quarantined after drain")

@@ -6,10 +6,11 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
 from hypothesis.stateful import precondition, rule
 
 import odebug
+from odebug_lab_planted import Planted as PlantedDoubleFree   # also lab.fuzz_task's target
 from odebug.testing import (DebugObjectsMachine, Op, QuarantineMachine, RecordingKernel,
                             SlabMachine, find_failure, operations, run_ops)
 
@@ -26,15 +27,6 @@ class PlantedUAF(QuarantineMachine):
         self.kernel.kfree(p)
         del self.live[p]
         self.kernel.read(p + 4, 2)
-
-
-class PlantedDoubleFree(QuarantineMachine):
-    @rule(size=st.sampled_from([16, 100]))
-    def buggy(self, size):
-        p = self.kernel.kmalloc(size)
-        self.kernel.kfree(p)
-        if size == 100:
-            self.kernel.kfree(p)
 
 
 def _run_script(script):
