@@ -106,8 +106,8 @@ struct self_test {
 };
 
 struct debug_objects {
-	/* configuration (boot parameters) */
-	int debug_objects_enabled;            /* READ_ONCE/WRITE_ONCE */
+	/* configuration (boot parameters); first: the slab's free path reads it inline */
+	struct debug_objects_gate gate;       /* .debug_objects_enabled: READ_ONCE/WRITE_ONCE */
 	enum odebug_free_policy policy;
 	enum odebug_warn_format warn_format;
 	bool selftest;                        /* CONFIG_DEBUG_OBJECTS_SELFTEST */
@@ -181,7 +181,7 @@ static inline void max_once(int *p, int v)
 
 static inline bool enabled(struct debug_objects *d)
 {
-	return d && READ_ONCE(d->debug_objects_enabled);
+	return d && READ_ONCE(d->gate.debug_objects_enabled);
 }
 
 /* The kernel's room struct is made by the first boot parameter that needs
@@ -195,7 +195,7 @@ static struct debug_objects *dobj_alloc(struct odb_kernel *k)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	d->debug_objects_enabled = 1;         /* CONFIG_DEBUG_OBJECTS_ENABLE_DEFAULT=1 */
+	d->gate.debug_objects_enabled = 1;         /* CONFIG_DEBUG_OBJECTS_ENABLE_DEFAULT=1 */
 	d->policy = ODEBUG_FREE_LAZY;
 	d->warn_format = ODEBUG_WARN_V62;
 	d->selftest = true;
@@ -211,7 +211,7 @@ int debug_objects_param_enable(struct odb_kernel *k, const char *val)
 
 	if (!d)
 		return ODB_ENOMEM;
-	d->debug_objects_enabled = 1;
+	d->gate.debug_objects_enabled = 1;
 	return 0;
 }
 
@@ -221,7 +221,7 @@ int debug_objects_param_disable(struct odb_kernel *k, const char *val)
 
 	if (!d)
 		return ODB_ENOMEM;
-	d->debug_objects_enabled = 0;
+	d->gate.debug_objects_enabled = 0;
 	return 0;
 }
 
@@ -811,7 +811,7 @@ static void __debug_object_init(struct odb_kernel *k, odb_addr_t addr,
 	if (!obj) {
 		obj = alloc_object(k, d, addr, db, descr);
 		if (!obj) {
-			WRITE_ONCE(d->debug_objects_enabled, 0);
+			WRITE_ONCE(d->gate.debug_objects_enabled, 0);
 			raw_spin_unlock_irqrestore(k, &db->lock, flags);
 			debug_objects_oom(k, d);
 			return;
@@ -1290,7 +1290,7 @@ static int check_results(struct odb_kernel *k, struct debug_objects *d, odb_addr
 	if (!msg[0])
 		return 0;
 	odebug_warn(k, msg + 8, addr, NULL, msg, (const void *)check_results, __LINE__);
-	WRITE_ONCE(d->debug_objects_enabled, 0);
+	WRITE_ONCE(d->gate.debug_objects_enabled, 0);
 	return -EINVAL;
 }
 
@@ -1438,7 +1438,7 @@ int debug_objects_mem_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	d->obj_cache = kmem_cache_create(k, "debug_objects_cache", sizeof(struct debug_obj), 0,
 					 SLAB_DEBUG_OBJECTS | SLAB_NOLEAKTRACE, NULL);
 	if (!d->obj_cache || debug_objects_replace_static_objects(k, d)) {
-		WRITE_ONCE(d->debug_objects_enabled, 0);
+		WRITE_ONCE(d->gate.debug_objects_enabled, 0);
 		if (d->obj_cache)
 			kmem_cache_destroy(k, d->obj_cache);
 		d->obj_cache = NULL;

@@ -67,6 +67,19 @@ enum odebug_warn_format {
 	ODEBUG_WARN_V53 = 1,      /* v5.3: without the object address */
 };
 
+/* The first member of the room struct: what the slab's free path reads
+ * inline to skip the call to debug_check_no_obj_freed() while the tracker is
+ * off (no_debug_objects, or switched off after an allocation failure). */
+struct debug_objects_gate {
+	int debug_objects_enabled;
+};
+static inline bool debug_objects_enabled_fast(struct odb_kernel *k)
+{
+	const struct debug_objects_gate *g = (const struct debug_objects_gate *)k->debugobjects;
+
+	return g && READ_ONCE(g->debug_objects_enabled);
+}
+
 /* Boot and shutdown (kernel/rooms.c). */
 int debug_objects_early_init(struct odb_kernel *k, char *errbuf, size_t errlen);
 int debug_objects_mem_init(struct odb_kernel *k, char *errbuf, size_t errlen);

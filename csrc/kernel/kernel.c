@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,8 +16,33 @@
 #include "kernel/rooms.h"
 
 /* ---- locks --------------------------------------------------------------- */
-void spin_lock_init(spinlock_t *l) { pthread_mutex_init(&l->m, NULL); }
-void spin_lock_destroy(spinlock_t *l) { pthread_mutex_destroy(&l->m); }
+void spin_lock_init(spinlock_t *l) { atomic_init(&l->v, 0); }
+void spin_lock_destroy(spinlock_t *l) { (void)l; }
+
+/* The contended spin_lock: spin a little while the holder runs, then mark the
+ * word "sleepers" (2) and sleep until an unlock wakes us; a woken waiter takes
+ * the lock as 2, since others may still sleep (Drepper, "Futexes Are Tricky",
+ * mutex 2). */
+void odb_spin_lock_wait(spinlock_t *l)
+{
+	int c;
+
+	for (unsigned int i = 0; i < 100; i++) {
+		__builtin_ia32_pause();
+		c = 0;
+		if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
+							   memory_order_relaxed))
+			return;
+	}
+	while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0)
+		syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+void odb_spin_unlock_wake(spinlock_t *l)
+{
+	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 void mutex_init(struct mutex *m) { pthread_mutex_init(&m->m, NULL); }
 void mutex_destroy(struct mutex *m) { pthread_mutex_destroy(&m->m); }
 
@@ -101,10 +129,15 @@ uint64_t jiffies_to_nsecs(struct odb_kernel *k, uint64_t j)
 }
 
 /* ---- tasks ------------------------------------------------------------------- */
+__thread struct odb_current_cache odb_current_cache;
+
 static void task_destructor(void *p)
 {
 	struct odb_task *t = p;
 	struct odb_kernel *k = t->k;
+
+	if (odb_current_cache.t == t)   /* the exiting thread's own entry */
+		odb_current_cache = (struct odb_current_cache){ 0 };
 
 	pthread_mutex_lock(&k->tasks_lock);
 	list_del(&t->node);
@@ -131,12 +164,18 @@ static void task_stack_bounds(struct odb_task *t)
 	}
 }
 
+static struct odb_task *task_cache(struct odb_kernel *k, struct odb_task *t)
+{
+	odb_current_cache = (struct odb_current_cache){ .k = k, .cookie = k->cookie, .t = t };
+	return t;
+}
+
 struct odb_task *odb_current_slow(struct odb_kernel *k)
 {
 	struct odb_task *t = pthread_getspecific(k->task_key);
 
 	if (t)
-		return t;
+		return task_cache(k, t);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
@@ -156,7 +195,7 @@ struct odb_task *odb_current_slow(struct odb_kernel *k)
 		free(t);
 		return NULL;
 	}
-	return t;
+	return task_cache(k, t);
 }
 
 int smp_processor_id(struct odb_kernel *k)
@@ -393,6 +432,8 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	spin_lock_init(&k->rng_lock);
 	odb_rng_seed(&k->rng, cfg->seed);
 	k->boot_host_ns = odb_host_ns();
+	if (getrandom(&k->cookie, sizeof(k->cookie), GRND_NONBLOCK) != (ssize_t)sizeof(k->cookie))
+		k->cookie = k->boot_host_ns ^ ((uint64_t)(uintptr_t)k * 0x9e3779b97f4a7c15ULL);
 	if (!k->cmdline || pthread_key_create(&k->task_key, task_destructor) != 0) {
 		free(k->cmdline);
 		free(k);

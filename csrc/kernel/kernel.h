@@ -62,17 +62,40 @@ static inline void list_del(struct list_head *e)
 	for (pos = (head)->next, n = pos->next; pos != (head); pos = n, n = pos->next)
 
 /* ---- locks ----------------------------------------------------------------- *
- * spinlock_t and raw_spinlock_t are both mutex-backed: threads may outnumber
- * cores by far (hackbench), where spinning would starve the lock holder.    */
-typedef struct { pthread_mutex_t m; } spinlock_t;
+ * spinlock_t and raw_spinlock_t: one compare-and-swap to take, one exchange to
+ * drop, as cheap as the kernel's uncontended spinlock; a contended waiter
+ * spins briefly, then sleeps on a futex (threads may outnumber cores by far,
+ * as in hackbench, where spinning would starve the lock holder).  The word is
+ * 0 free, 1 held, 2 held with sleepers (the unlock then wakes one).         */
+typedef struct { atomic_int v; } spinlock_t;
 typedef spinlock_t raw_spinlock_t;
 struct mutex { pthread_mutex_t m; };
 
 void spin_lock_init(spinlock_t *l);
 void spin_lock_destroy(spinlock_t *l);
-static inline void spin_lock(spinlock_t *l) { pthread_mutex_lock(&l->m); }
-static inline void spin_unlock(spinlock_t *l) { pthread_mutex_unlock(&l->m); }
-static inline bool spin_trylock(spinlock_t *l) { return pthread_mutex_trylock(&l->m) == 0; }
+void odb_spin_lock_wait(spinlock_t *l);
+void odb_spin_unlock_wake(spinlock_t *l);
+static inline void spin_lock(spinlock_t *l)
+{
+	int c = 0;
+
+	if (likely(atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
+							   memory_order_relaxed)))
+		return;
+	odb_spin_lock_wait(l);
+}
+static inline void spin_unlock(spinlock_t *l)
+{
+	if (unlikely(atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2))
+		odb_spin_unlock_wake(l);
+}
+static inline bool spin_trylock(spinlock_t *l)
+{
+	int c = 0;
+
+	return atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
+						       memory_order_relaxed);
+}
 #define raw_spin_lock_init spin_lock_init
 #define raw_spin_lock spin_lock
 #define raw_spin_unlock spin_unlock
@@ -355,6 +378,7 @@ struct odb_kernel {
 
 	/* tasks */
 	pthread_key_t task_key;
+	uint64_t cookie;                  /* random: tells this kernel apart in odb_current_cache */
 	pthread_mutex_t tasks_lock;
 	struct list_head tasks;
 	int next_pid;
@@ -412,11 +436,27 @@ struct odb_kernel {
 	void *debugobjects;
 };
 
+/* The calling thread's last task lookup, in front of the pthread key: the one
+ * piece of per-thread state in the core, the analog of the kernel's per-CPU
+ * `current` (hot paths read it without a call).  It holds no state of its
+ * own: the task belongs to the kernel, and the entry is trusted only for the
+ * kernel it names with that kernel's random cookie, so a kernel closed and
+ * another made at the same address never matches; the task's destructor
+ * (thread exit) clears it. */
+struct odb_current_cache {
+	const struct odb_kernel *k;
+	uint64_t cookie;
+	struct odb_task *t;
+};
+extern __thread struct odb_current_cache odb_current_cache;
+
 static inline struct odb_task *odb_current(struct odb_kernel *k)
 {
-	struct odb_task *t = (struct odb_task *)pthread_getspecific(k->task_key);
+	const struct odb_current_cache *c = &odb_current_cache;
 
-	return likely(t) ? t : odb_current_slow(k);
+	if (likely(c->k == k && c->cookie == k->cookie))
+		return c->t;
+	return odb_current_slow(k);
 }
 
 static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len)
@@ -439,6 +479,40 @@ static inline void odb_irq_restore_task(struct odb_kernel *k, struct odb_task *t
 		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock);
 		t->irq_cpu = -1;
 	}
+}
+/* The slab fast paths' irq-off section, without the nesting bookkeeping: the
+ * irq lock of the task's vCPU, unless the task has interrupts off already (a
+ * nested section or an exclusive binding: then the vCPU it holds).  Returns
+ * the vCPU; *taken says whether the lock was taken here.  Code inside that may
+ * itself save irqs (the slow paths) runs between odb_irq_nest/odb_irq_unnest,
+ * which make the section a regular local_irq_save one for it. */
+static inline int odb_irq_fast_save(struct odb_kernel *k, struct odb_task *t, bool *taken)
+{
+	int cpu;
+
+	if (likely(!t->irq_depth)) {
+		cpu = smp_processor_id_task(t);
+		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+		*taken = true;
+		return cpu;
+	}
+	*taken = false;
+	return t->irq_cpu;
+}
+static inline void odb_irq_fast_restore(struct odb_kernel *k, int cpu, bool taken)
+{
+	if (taken)
+		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+}
+static inline void odb_irq_nest(struct odb_task *t, int cpu)
+{
+	if (t->irq_depth++ == 0)
+		t->irq_cpu = cpu;
+}
+static inline void odb_irq_unnest(struct odb_task *t)
+{
+	if (--t->irq_depth == 0)
+		t->irq_cpu = -1;
 }
 /* Visit vCPU cpu from code that walks every vCPU (flush_all, the quarantine's
  * per-CPU lists): take its irq lock and, for the visit, run the task as if on

@@ -189,7 +189,10 @@ int slub_set_order(struct kmem_cache *s)
 	if (order < 0)
 		return -1;
 	s->order = (unsigned int)order;
-	s->reciprocal_size = (uint32_t)(((1ULL << 32) + s->size - 1) / s->size);
+	s->size_shift = (unsigned int)__builtin_ctz(s->size);
+	s->size_inv = s->size >> s->size_shift;          /* Newton: 3 bits -> 6 -> ... -> 96 */
+	for (int i = 0; i < 5; i++)
+		s->size_inv *= 2 - (uint64_t)(s->size >> s->size_shift) * s->size_inv;
 	s->objects = order_objects(s->order, s->size, s->reserved);
 	s->min_order = get_order(s->size);
 	s->min_objects = order_objects(s->min_order, s->size, s->reserved);
@@ -753,7 +756,10 @@ new_slab:
 	return freelist;
 }
 
-static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
+/* slab_alloc_node for every cache: failslab, the irq-off section (per-vCPU
+ * freelist or ___slab_alloc), __GFP_ZERO, then KASAN's post-alloc hook. */
+static __attribute__((noinline))
+void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
 {
 	struct odb_kernel *k = s->k;
 	unsigned long flags;
@@ -783,6 +789,87 @@ static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, uns
 	if (unlikely(gfp & __GFP_ZERO) && object)
 		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
 	return kasan_enabled(k) ? kasan_slab_alloc(s, object, gfp) : object;   /* slab_post_alloc_hook */
+}
+
+/*
+ * The irq-off section of the fast paths, for the calling thread's task when
+ * odb_current_cache already knows it: the vCPU lock taken by one try (or none
+ * when the task has interrupts off already, an exclusive binding included).
+ * false (cache miss, lock busy): the caller takes its slow path, which looks
+ * up the task, waits for the lock and does the whole job.  Keeping every call
+ * out of the fast paths leaves them without a stack frame to set up.
+ */
+struct slab_fast_irq {
+	struct odb_fastlock *lock;   /* NULL: not taken here */
+	int cpu;
+};
+static __attribute__((always_inline)) inline
+bool slab_fast_irq_save(struct odb_kernel *k, struct slab_fast_irq *f)
+{
+	const struct odb_current_cache *cc = &odb_current_cache;
+	const struct odb_task *t;
+
+	if (unlikely(cc->k != k || cc->cookie != k->cookie))
+		return false;
+	t = cc->t;
+	if (unlikely(t->irq_depth)) {
+		f->lock = NULL;
+		f->cpu = t->irq_cpu;
+		return true;
+	}
+	f->cpu = smp_processor_id_task(t);
+	f->lock = &k->cpus[f->cpu].irq_lock;
+	return !atomic_exchange_explicit(&f->lock->v, 1, memory_order_acquire);
+}
+static __attribute__((always_inline)) inline void slab_fast_irq_restore(struct slab_fast_irq *f)
+{
+	if (f->lock)
+		odb_fastlock_unlock(f->lock);
+}
+
+/*
+ * slab_alloc's fast path for a cache no hook acts on (s->fastpath: no debug
+ * flag, no T, no KASAN) while failslab is off (probability 0 short-circuits
+ * should_fail): pop the per-vCPU freelist.  false: nothing was done, the
+ * caller runs slab_alloc_slow (an empty freelist or a busy vCPU included, as
+ * the kernel's fast path falls back to the slow path when its cmpxchg fails).
+ */
+static __attribute__((always_inline)) inline
+bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
+{
+	struct odb_kernel *k = s->k;
+	struct kmem_cache_cpu *c;
+	struct slab_fast_irq f;
+	void *object;
+
+	if (unlikely(!s->fastpath || READ_ONCE(k->failslab.attr.probability)))
+		return false;
+	if (unlikely(!slab_fast_irq_save(k, &f)))
+		return false;
+	c = &s->cpu_slab[f.cpu];
+	object = c->freelist;
+	if (unlikely(!object)) {
+		slab_fast_irq_restore(&f);
+		return false;
+	}
+	c->freelist = get_freepointer(s, object);
+	c->tid++;
+	stat_cpu(s, f.cpu, ALLOC_FASTPATH);
+	slab_fast_irq_restore(&f);
+	*ret = object;
+	return true;
+}
+
+static __attribute__((always_inline)) inline
+void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
+{
+	void *object;
+
+	if (unlikely(!slab_alloc_fast(s, gfp, &object)))
+		return slab_alloc_slow(s, gfp, addr, orig_size);
+	if (unlikely(gfp & __GFP_ZERO))
+		return memset(object, 0, s->object_size);
+	return object;
 }
 
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
@@ -865,20 +952,22 @@ slab_empty:
 	discard_slab(s, sl);
 }
 
-/* The slab free path proper (after the free hooks): do_slab_free. */
-void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
-		  unsigned long addr)
+/* The slab free path proper (after the free hooks): do_slab_free.  The irq-off
+ * section pushes onto the per-vCPU freelist when the object is of the vCPU's
+ * slab, else runs __slab_free in the same section. */
+static __attribute__((always_inline)) inline
+void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
+			 unsigned long addr)
 {
 	struct odb_kernel *k = s->k;
-	unsigned long flags;
 	struct kmem_cache_cpu *c;
 	struct odb_task *t = odb_current(k);
+	bool taken;
 	int cpu;
 
 	if (unlikely(!t))
 		return;   /* no task memory: the object stays allocated (leaks, nothing breaks) */
-	flags = odb_irq_save_task(k, t);
-	cpu = (int)flags - 1;
+	cpu = odb_irq_fast_save(k, t, &taken);
 	c = &s->cpu_slab[cpu];
 	if (likely(sl == c->slab)) {
 		set_freepointer(s, tail, c->freelist);
@@ -886,18 +975,26 @@ void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 		c->tid++;
 		stat_cpu(s, cpu, FREE_FASTPATH);
 	} else {
+		odb_irq_nest(t, cpu);
 		__slab_free(s, sl, head, tail, cnt, addr, cpu);
+		odb_irq_unnest(t);
 	}
-	odb_irq_restore_task(k, t, flags);
+	odb_irq_fast_restore(k, cpu, taken);
+}
+
+void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
+		  unsigned long addr)
+{
+	do_slab_free_inline(s, sl, head, tail, cnt, addr);
 }
 
 /* slab_free_hook: debugobjects' range check, then KASAN (false: KASAN keeps
  * the object in its quarantine, or reported a double free). */
-static bool slab_free_hook(struct kmem_cache *s, void *x)
+static inline bool slab_free_hook(struct kmem_cache *s, void *x, unsigned long addr)
 {
-	if (!(s->flags & SLAB_DEBUG_OBJECTS))
+	if (!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(s->k))
 		debug_check_no_obj_freed(s->k, x, s->object_size);
-	return !(kasan_enabled(s->k) && kasan_slab_free(s, x, (unsigned long)__builtin_return_address(0)));
+	return !(kasan_enabled(s->k) && kasan_slab_free(s, x, addr));
 }
 
 /*
@@ -907,7 +1004,8 @@ static bool slab_free_hook(struct kmem_cache *s, void *x)
  * corrupts the allocator).  Returns the slab to free into, or NULL.
  */
 static inline __attribute__((always_inline))
-struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, const char *fn)
+struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, const char *fn,
+			 unsigned long addr)
 {
 	struct kmem_cache *s = *sp;
 	struct slab *sl = virt_to_slab(k, x);
@@ -924,7 +1022,7 @@ struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, 
 	}
 	s = *sp = sl->slab_cache;
 	/* KASAN's invalid-free check comes first (from its free hook) */
-	if (kasan_enabled(k) && kasan_slab_invalid_free(s, sl, x, (unsigned long)__builtin_return_address(0)))
+	if (kasan_enabled(k) && kasan_slab_invalid_free(s, sl, x, addr))
 		return NULL;
 	if (!check_valid_pointer(s, sl, x)) {
 		slab_err(s, sl, "Invalid object pointer", "Invalid object pointer 0x%llx",
@@ -934,19 +1032,59 @@ struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, 
 	return sl;
 }
 
-void kmem_cache_free(struct odb_kernel *k, struct kmem_cache *s, void *x)
+/* slab_free with the checks, T and the hooks (free_target may pick another cache). */
+static __attribute__((noinline))
+void slab_free_slow(struct odb_kernel *k, struct kmem_cache *s, void *x, const char *fn,
+		    unsigned long addr)
 {
-	struct slab *sl;
+	struct slab *sl = free_target(k, &s, x, fn, addr);
 
-	if (!x)
-		return;
-	sl = free_target(k, &s, x, "kmem_cache_free");
 	if (!sl)
 		return;
 	if (s->flags & SLAB_TRACE && !kmem_cache_debug(s))
 		trace(s, sl, x, 0);
-	if (slab_free_hook(s, x))
-		do_slab_free(s, sl, x, x, 1, (unsigned long)__builtin_return_address(0));
+	if (slab_free_hook(s, x, addr))
+		do_slab_free_inline(s, sl, x, x, 1, addr);
+}
+
+/* slab_free's fast path: an object of s (else the slow path reports), a cache
+ * no hook acts on (s->fastpath, the debug-objects check off or not for this
+ * cache), the object of the vCPU's slab: push it on the per-vCPU freelist.
+ * Anything else, a busy vCPU included: slab_free_slow does the whole job. */
+static __attribute__((always_inline)) inline
+void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void *x,
+	       const char *fn, unsigned long addr)
+{
+	struct kmem_cache_cpu *c;
+	struct slab_fast_irq f;
+
+	if (unlikely(!sl || !s || sl->slab_cache != s || !s->fastpath || !check_valid_pointer(s, sl, x)))
+		goto slow;
+	if (unlikely(!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(k)))
+		goto slow;
+	if (unlikely(!slab_fast_irq_save(k, &f)))
+		goto slow;
+	c = &s->cpu_slab[f.cpu];
+	if (unlikely(sl != c->slab)) {
+		slab_fast_irq_restore(&f);
+		goto slow;
+	}
+	set_freepointer(s, x, c->freelist);
+	c->freelist = x;
+	c->tid++;
+	stat_cpu(s, f.cpu, FREE_FASTPATH);
+	slab_fast_irq_restore(&f);
+	return;
+slow:
+	slab_free_slow(k, s, x, fn, addr);
+}
+
+void kmem_cache_free(struct odb_kernel *k, struct kmem_cache *s, void *x)
+{
+	if (!x)
+		return;
+	slab_free(k, s, virt_to_slab(k, x), x, "kmem_cache_free",
+		  (unsigned long)__builtin_return_address(0));
 }
 
 /* ---- kmalloc --------------------------------------------------------------------------- */
@@ -1002,34 +1140,30 @@ void *kmalloc(struct odb_kernel *k, size_t size, gfp_t gfp)
 
 void kfree(struct odb_kernel *k, const void *x)
 {
+	unsigned long addr = (unsigned long)__builtin_return_address(0);
 	struct page *pg;
-	struct kmem_cache *s = NULL;
 	struct slab *sl;
 	void *obj = (void *)x;
 
 	if (!x)
 		return;
+	sl = virt_to_slab(k, x);
+	if (likely(sl)) {
+		slab_free(k, sl->slab_cache, sl, obj, "kfree", addr);
+		return;
+	}
 	if ((const char *)x >= k->ram && (const char *)x < k->ram + k->ram_bytes) {
-		pg = virt_to_head_page(k, host_to_virt(k, x));
-		if (!(pg->flags & PG_slab)) {
-			if ((pg->flags & PG_reserved) && (pg->flags & PG_alloc) &&
-			    kasan_kfree_large(k, obj, (unsigned long)__builtin_return_address(0)))
-				return;   /* KASAN: invalid-free reported, nothing freed */
-			if ((pg->flags & PG_reserved) && (pg->flags & PG_alloc) &&
-			    virt_to_host(k, page_address(k, pg)) == x) {
-				__atomic_fetch_and(&pg->flags, ~PG_reserved, __ATOMIC_RELAXED);
-				__free_pages(k, pg, pg->order);   /* page-free hooks run there */
-				return;
-			}
+		pg = virt_to_head_page(k, host_to_virt(k, x));   /* not a slab page */
+		if ((pg->flags & PG_reserved) && (pg->flags & PG_alloc) && kasan_kfree_large(k, obj, addr))
+			return;   /* KASAN: invalid-free reported, nothing freed */
+		if ((pg->flags & PG_reserved) && (pg->flags & PG_alloc) &&
+		    virt_to_host(k, page_address(k, pg)) == x) {
+			__atomic_fetch_and(&pg->flags, ~PG_reserved, __ATOMIC_RELAXED);
+			__free_pages(k, pg, pg->order);   /* page-free hooks run there */
+			return;
 		}
 	}
-	sl = free_target(k, &s, obj, "kfree");
-	if (!sl)
-		return;
-	if (s->flags & SLAB_TRACE && !kmem_cache_debug(s))
-		trace(s, sl, obj, 0);
-	if (slab_free_hook(s, obj))
-		do_slab_free(s, sl, obj, obj, 1, (unsigned long)__builtin_return_address(0));
+	slab_free_slow(k, NULL, obj, "kfree", addr);   /* reports: no slab for the object */
 }
 
 /* __ksize / slab_ksize: what the caller may use of the object. */
@@ -1179,6 +1313,10 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 		s->flags |= __CMPXCHG_DOUBLE;
 	set_min_partial(s, (unsigned long)ilog2_u(s->size) / 2);
 	set_cpu_partial(s);
+	/* No hook could act on an allocation or free of this cache (KASAN is
+	 * fixed at boot, before the first cache): slab_alloc and kmem_cache_free
+	 * may take their inline fast paths. */
+	s->fastpath = !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE)) && !kasan_enabled(k);
 	mutex_lock(&slab_state(k)->slab_mutex);
 	list_add_tail(&s->list, &slab_state(k)->slab_caches);
 	mutex_unlock(&slab_state(k)->slab_mutex);

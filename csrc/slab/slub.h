@@ -85,7 +85,10 @@ struct kmem_cache {
 	unsigned int align;
 	unsigned int red_left_pad;
 	unsigned int reserved;
-	uint32_t reciprocal_size;           /* for obj_to_index without a division */
+	/* size = odd << size_shift; size_inv = odd's inverse mod 2^64: the
+	 * division-free exact-division test of check_valid_pointer */
+	uint64_t size_inv;
+	unsigned int size_shift;
 	void (*ctor)(void *);
 	odb_ctor_fn pctor;                  /* public-API constructor (with context) */
 	void *pctor_ctx;
@@ -96,6 +99,7 @@ struct kmem_cache {
 	struct odb_kernel *k;
 	bool kmalloc;
 	bool destroyed;
+	bool fastpath;                      /* no debug flag, T or KASAN: the inline fast paths run */
 	/* KASAN (generic) metadata offsets, set by kasan_cache_create */
 	int kasan_alloc_meta_offset;
 	int kasan_free_meta_offset;
@@ -208,26 +212,23 @@ static inline struct slab *virt_to_slab(struct odb_kernel *k, const void *x)
 }
 /* Start of the object slot containing x, relative to the slab (object pointer). */
 void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x);
-/* check_valid_pointer: object is NULL or exactly the start of an object of sl
- * (obj_to_index by the reciprocal, then exactness).  Inline: every free. */
+/* check_valid_pointer: object is NULL or exactly the start of an object of sl.
+ * Inline: every free makes it.  One multiply and a rotate: for off = object
+ * slot offset from the slab base (wrapping below it), q = ror(off * size_inv,
+ * size_shift) is off / size when size divides off, and exceeds
+ * UINT64_MAX / size otherwise (the Granlund-Montgomery exact-division test),
+ * so q < objects says "in the slab" and "on an object boundary" at once. */
 static inline bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
 {
-	uintptr_t base, o, off;
-	uint32_t idx;
+	uint64_t off, q;
+	unsigned int r = s->size_shift;
 
 	if (!object)
 		return true;
-	base = (uintptr_t)slab_address(s->k, sl);
-	o = (uintptr_t)object - s->red_left_pad;     /* wild values: unsigned arithmetic */
-	if (o < base || o >= base + (uintptr_t)SLAB_OBJECTS(slab_counters(sl)) * s->size)
-		return false;
-	off = o - base;
-	idx = (uint32_t)(((uint64_t)off * s->reciprocal_size) >> 32);
-	if ((uintptr_t)idx * s->size > off)
-		idx--;
-	else if ((uintptr_t)(idx + 1) * s->size <= off)
-		idx++;
-	return (uintptr_t)idx * s->size == off;
+	off = (uint64_t)((uintptr_t)object - s->red_left_pad - (uintptr_t)slab_address(s->k, sl));
+	q = off * s->size_inv;
+	q = (q >> r) | (q << ((64 - r) & 63));
+	return q < SLAB_OBJECTS(slab_counters(sl));
 }
 struct track *get_track(struct kmem_cache *s, void *object, enum track_item alloc);
 unsigned int *get_orig_size_ptr(struct kmem_cache *s, void *object);
@@ -279,7 +280,14 @@ int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t va
 int check_slab(struct kmem_cache *s, struct slab *sl);
 int on_freelist(struct kmem_cache *s, struct slab *sl, void *search);
 void slab_pad_check(struct kmem_cache *s, struct slab *sl);
-void trace(struct kmem_cache *s, struct slab *sl, void *object, int alloc);
+/* trace(): SLAB_TRACE's line (and the object on free) plus the stack; the
+ * flag test inline, the work in trace_object(). */
+void trace_object(struct kmem_cache *s, struct slab *sl, void *object, int alloc);
+static inline void trace(struct kmem_cache *s, struct slab *sl, void *object, int alloc)
+{
+	if (unlikely(s->flags & SLAB_TRACE))
+		trace_object(s, sl, object, alloc);
+}
 long validate_slab_cache(struct kmem_cache *s);
 void list_slab_objects(struct kmem_cache *s, struct slab *sl, const char *text);
 void slab_err(struct kmem_cache *s, struct slab *sl, const char *kind, const char *fmt, ...)

@@ -741,13 +741,11 @@ int on_freelist(struct kmem_cache *s, struct slab *sl, void *search)
 	return search == NULL;
 }
 
-void trace(struct kmem_cache *s, struct slab *sl, void *object, int alloc)
+void trace_object(struct kmem_cache *s, struct slab *sl, void *object, int alloc)
 {
 	struct odb_kernel *k = s->k;
 	unsigned long c = slab_counters(sl);
 
-	if (!(s->flags & SLAB_TRACE))
-		return;
 	printk(k, "TRACE %s %s 0x%016llx inuse=%d fp=0x%016llx", s->name, alloc ? "alloc" : "free",
 	       V(s, object), SLAB_INUSE(c), V(s, slab_freelist(sl)));
 	if (!alloc) {

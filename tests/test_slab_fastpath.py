@@ -1,0 +1,164 @@
+"""The inline fast paths of kmem_cache_alloc/kmem_cache_free/kmalloc/kfree: when
+they are taken, that they count as the kernel's fast paths, and that every
+case they do not handle still reaches the full path (reports included)."""
+import threading
+
+import pytest
+
+import odebug
+from odebug import _core
+
+GFP_KERNEL = _core.GFP_KERNEL
+GFP_ATOMIC = _core.GFP_ATOMIC
+__GFP_ZERO = _core.__GFP_ZERO
+
+
+def K(cmdline="", **kw):
+    kw.setdefault("ram", "64M")
+    return odebug.Kernel(("kasan=off no_debug_objects " + cmdline).strip(), **kw)
+
+
+def test_fast_paths_count_as_the_kernels():
+    k = K(cpus=2)
+    s = k.kmem_cache_create("fp", 64)
+    for _ in range(100):
+        s.free(s.alloc())
+    st = s.stats()
+    # the first allocation refills the cpu slab; every other one is a fast path
+    assert st["alloc_slowpath"] == 1 and st["alloc_fastpath"] == 99
+    assert st["free_fastpath"] == 100 and st["free_slowpath"] == 0
+    assert s.validate() == 0 and k.reports == []
+
+
+def test_bench_pairs_on_an_exclusive_vcpu_take_the_fast_paths():
+    k = K(cpus=2)
+    s = k.kmem_cache_create("ex", 64)
+    s._c.bench_pairs(1000, 1, True)          # the loop owns its vCPU: no lock taken
+    s._c.bench_pairs(1000, 8, False)
+    st = s.stats()
+    assert st["alloc_fastpath"] + st["alloc_slowpath"] == 2000
+    assert st["alloc_fastpath"] >= 1998
+    assert st["free_fastpath"] == 2000
+    with k.on_cpu(1):                        # the exclusive hold was dropped
+        p = s.alloc()
+        s.free(p)
+    assert s.validate() == 0
+
+
+def test_zeroing_and_kmalloc_on_the_fast_path():
+    k = K()
+    s = k.kmem_cache_create("z", 48)
+    p = s.alloc()
+    k.write(p, b"\xaa" * 48)
+    s.free(p)
+    q = s.zalloc()
+    assert q == p and k.read(q, 48) == bytes(48)     # LIFO per-vCPU freelist
+    s.free(q)
+    a = k.kmalloc(100)
+    k.write(a, b"\x55" * 100)
+    k.kfree(a)
+    b = k.kzalloc(100)
+    assert b == a and k.read(b, 100) == bytes(100)
+    k.kfree(b)
+    st = k.cache("kmalloc-128").stats()
+    assert st["free_fastpath"] == 2 and st["alloc_fastpath"] >= 1
+
+
+def test_failslab_still_applies_to_fast_caches():
+    k = K("failslab=1,100,0,3")
+    s = k.kmem_cache_create("fs", 64)
+    assert s.alloc(GFP_KERNEL) is not None        # ignore-gfp-wait, as the kernel
+    assert [s.alloc(GFP_ATOMIC) for _ in range(3)] == [None, None, None]
+    p = s.alloc(GFP_ATOMIC)                       # times exhausted
+    assert p is not None
+    s.free(p)
+    assert k.fault("failslab")["failures"] == 3
+
+
+@pytest.mark.parametrize("cmd,size", [
+    ("", 64),          # slot 64
+    ("", 24),          # slot 24 (3 << 3)
+    ("", 200),         # slot 200 (25 << 3)
+    ("slub_debug=Z,zc", 100),   # red zones on both sides
+    ("slub_debug=FZPU,zc", 72),
+])
+def test_invalid_pointer_at_every_offset(cmd, size):
+    """The exact-division test of check_valid_pointer: any address inside a
+    slab that is not an object start is refused ("Invalid object pointer"),
+    and nothing is freed."""
+    k = K(cmd)
+    s = k.kmem_cache_create("zc", size)
+    objs = [s.alloc() for _ in range(3)]
+    slot = s.size
+    lo = min(objs)
+    bad = 0
+    for d in range(-s.red_left_pad, 2 * slot):
+        a = lo + d
+        if a in objs or d == 0:
+            continue
+        sl = k.slab_object(a)
+        if sl is None:
+            continue
+        before = len(k.reports)
+        s.free(a)
+        assert len(k.reports) == before + 1, (d, k.reports[-1:])
+        assert k.reports[-1].kind in ("Invalid object pointer", "Object already free")
+        bad += 1
+    assert bad >= slot
+    for p in objs:
+        s.free(p)
+    st = s.stats()
+    assert st["free_fastpath"] + st["free_slowpath"] == 3
+    assert s.validate() == 0
+
+
+@pytest.mark.parametrize("size", [8, 24, 56, 96, 192, 200, 1000, 3000, 8192])
+def test_every_object_of_full_slabs_frees(size):
+    k = K()
+    s = k.kmem_cache_create("full", size)
+    objs = [s.alloc() for _ in range(3 * s.objects_per_slab)]
+    assert len(set(objs)) == len(objs)
+    for p in reversed(objs):
+        s.free(p)
+    assert k.reports == [] and s.validate() == 0
+
+
+def test_current_cache_never_outlives_its_kernel():
+    """A thread's cached task belongs to one kernel: after a close, a kernel made
+    again (often at the same address) gets its own task, pid 1 again."""
+    pids = []
+    for i in range(40):
+        with K(ram="16M") as k:
+            s = k.kmem_cache_create("c", 64)
+            s.free(s.alloc())
+            pids.append(k.pid)
+            assert s.stats()["free_fastpath"] == 1
+    assert set(pids) == {pids[0]}
+
+
+@pytest.mark.threads
+def test_current_cache_per_thread_and_kernel():
+    k1, k2 = K(cpus=2), K(cpus=2)
+    c1, c2 = k1.kmem_cache_create("a", 64), k2.kmem_cache_create("b", 64)
+    seen = {}
+
+    def worker(n):
+        for _ in range(200):
+            c1.free(c1.alloc())
+            c2.free(c2.alloc())
+        seen[n] = (k1.pid, k2.pid)
+
+    ts = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len({v[0] for v in seen.values()}) == 4       # one task per thread, per kernel
+    assert len({v[1] for v in seen.values()}) == 4
+    for c in (c1, c2):
+        st = c.stats()
+        assert st["alloc_fastpath"] + st["alloc_slowpath"] == 800
+        assert st["free_fastpath"] + st["free_slowpath"] == 800
+        assert c.validate() == 0
+    k1.close()
+    k2.close()
