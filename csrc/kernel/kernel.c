@@ -290,6 +290,7 @@ int task_bind_cpu(struct odb_kernel *k, struct odb_task *t, int cpu, int *old)
 	if (old)
 		*old = t->cpu;
 	t->cpu = cpu;
+	t->home_cpu = cpu < 0 ? 0 : cpu;
 	return ODB_OK;
 }
 

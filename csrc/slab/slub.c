@@ -206,6 +206,8 @@ static bool should_failslab(struct kmem_cache *s, gfp_t gfp)
 	struct odb_kernel *k = s->k;
 	struct failslab_attr *f = &k->failslab;
 
+	if (likely(!READ_ONCE(f->attr.probability)))
+		return false;   /* should_fail's first test, before the gfp filters (no side effect) */
 	if (gfp & __GFP_NOFAIL)
 		return false;
 	if (f->ignore_gfp_reclaim && (gfp & __GFP_DIRECT_RECLAIM))
@@ -609,8 +611,9 @@ static void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_n
 	return object;
 }
 
-static void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
-				unsigned int orig_size)
+static __attribute__((always_inline)) inline
+void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+			 unsigned int orig_size)
 {
 	struct kmem_cache_node *n = &s->node;
 	struct list_head *pos, *tmp;
@@ -652,8 +655,9 @@ static void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long a
 	return object;
 }
 
-static void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
-				 int cnt, unsigned long addr, int cpu)
+static __attribute__((always_inline)) inline
+void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
+			  int cnt, unsigned long addr, int cpu)
 {
 	struct kmem_cache_node *n = &s->node;
 	struct slab *slab_free = NULL;
@@ -689,16 +693,16 @@ static void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *he
 		discard_slab(s, slab_free);
 }
 
-/* ___slab_alloc: irq lock of cpu held. */
-static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
-			   unsigned int orig_size)
+/* ___slab_alloc: irq lock of cpu held.  (The modern debug flows branch off
+ * first, in ___slab_alloc below; this is the per-CPU-slab part.) */
+static __attribute__((noinline))
+void *___slab_alloc_cpu(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+			unsigned int orig_size)
 {
 	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 	void *freelist;
 	struct slab *sl;
 
-	if (kmem_cache_debug(s) && slab_state(s->k)->path == SLUB_PATH_MODERN)
-		return alloc_debug_modern(s, gfp, addr, cpu, orig_size);
 	stat_cpu(s, cpu, ALLOC_SLOWPATH);
 	sl = c->slab;
 	if (!sl)
@@ -756,6 +760,14 @@ new_slab:
 	return freelist;
 }
 
+static inline void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+				  unsigned int orig_size)
+{
+	if (s->modern_debug)
+		return alloc_debug_modern(s, gfp, addr, cpu, orig_size);
+	return ___slab_alloc_cpu(s, gfp, addr, cpu, orig_size);
+}
+
 /* slab_alloc_node for every cache: failslab, the irq-off section (per-vCPU
  * freelist or ___slab_alloc), __GFP_ZERO, then KASAN's post-alloc hook. */
 static __attribute__((noinline))
@@ -788,7 +800,7 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 	odb_irq_restore_task(k, t, flags);
 	if (unlikely(gfp & __GFP_ZERO) && object)
 		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
-	return kasan_enabled(k) ? kasan_slab_alloc(s, object, gfp) : object;   /* slab_post_alloc_hook */
+	return s->kasan ? kasan_slab_alloc(s, object, gfp) : object;   /* slab_post_alloc_hook */
 }
 
 /*
@@ -817,7 +829,7 @@ bool slab_fast_irq_save(struct odb_kernel *k, struct slab_fast_irq *f)
 		f->cpu = t->irq_cpu;
 		return true;
 	}
-	f->cpu = smp_processor_id_task(t);
+	f->cpu = t->home_cpu;   /* smp_processor_id(): outside a visit, t->cpu as bound */
 	f->lock = &k->cpus[f->cpu].irq_lock;
 	return !atomic_exchange_explicit(&f->lock->v, 1, memory_order_acquire);
 }
@@ -883,7 +895,9 @@ void *kmem_cache_alloc(struct odb_kernel *k, struct kmem_cache *s, gfp_t gfp)
 }
 
 /* ---- free ------------------------------------------------------------------------------ */
-static void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
+/* __slab_free after its first steps (below): the 2016 and older flows. */
+static __attribute__((noinline))
+void __slab_free_frozen(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
 			unsigned long addr, int cpu)
 {
 	struct kmem_cache_node *n = &s->node;
@@ -893,11 +907,6 @@ static void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void 
 	unsigned int inuse;
 	bool frozen;
 
-	stat_cpu(s, cpu, FREE_SLOWPATH);
-	if (kmem_cache_debug(s) && slab_state(s->k)->path == SLUB_PATH_MODERN) {
-		free_to_partial_list(s, sl, head, tail, cnt, addr, cpu);
-		return;
-	}
 	if (kmem_cache_debug(s) && !free_debug_processing(s, sl, head, tail, cnt, addr, &n_locked))
 		return;
 	do {
@@ -952,6 +961,16 @@ slab_empty:
 	discard_slab(s, sl);
 }
 
+static inline void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
+			       int cnt, unsigned long addr, int cpu)
+{
+	stat_cpu(s, cpu, FREE_SLOWPATH);
+	if (s->modern_debug)
+		free_to_partial_list(s, sl, head, tail, cnt, addr, cpu);
+	else
+		__slab_free_frozen(s, sl, head, tail, cnt, addr, cpu);
+}
+
 /* The slab free path proper (after the free hooks): do_slab_free.  The irq-off
  * section pushes onto the per-vCPU freelist when the object is of the vCPU's
  * slab, else runs __slab_free in the same section. */
@@ -994,7 +1013,7 @@ static inline bool slab_free_hook(struct kmem_cache *s, void *x, unsigned long a
 {
 	if (!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(s->k))
 		debug_check_no_obj_freed(s->k, x, s->object_size);
-	return !(kasan_enabled(s->k) && kasan_slab_free(s, x, addr));
+	return !(s->kasan && kasan_slab_free(s, x, addr));
 }
 
 /*
@@ -1004,11 +1023,10 @@ static inline bool slab_free_hook(struct kmem_cache *s, void *x, unsigned long a
  * corrupts the allocator).  Returns the slab to free into, or NULL.
  */
 static inline __attribute__((always_inline))
-struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, const char *fn,
-			 unsigned long addr)
+struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, struct slab *sl, void *x,
+			 const char *fn, unsigned long addr)
 {
 	struct kmem_cache *s = *sp;
-	struct slab *sl = virt_to_slab(k, x);
 
 	if (!sl) {
 		slab_bad_free(k, "no slab for object", "SLUB %s: no slab for object 0x%llx.",
@@ -1022,7 +1040,7 @@ struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, 
 	}
 	s = *sp = sl->slab_cache;
 	/* KASAN's invalid-free check comes first (from its free hook) */
-	if (kasan_enabled(k) && kasan_slab_invalid_free(s, sl, x, addr))
+	if (s->kasan && kasan_slab_invalid_free(s, sl, x, addr))
 		return NULL;
 	if (!check_valid_pointer(s, sl, x)) {
 		slab_err(s, sl, "Invalid object pointer", "Invalid object pointer 0x%llx",
@@ -1032,25 +1050,34 @@ struct slab *free_target(struct odb_kernel *k, struct kmem_cache **sp, void *x, 
 	return sl;
 }
 
-/* slab_free with the checks, T and the hooks (free_target may pick another cache). */
+/* slab_free once x is known to be an object of s: T, the hooks, do_slab_free. */
 static __attribute__((noinline))
-void slab_free_slow(struct odb_kernel *k, struct kmem_cache *s, void *x, const char *fn,
-		    unsigned long addr)
+void slab_free_checked(struct kmem_cache *s, struct slab *sl, void *x, unsigned long addr)
 {
-	struct slab *sl = free_target(k, &s, x, fn, addr);
-
-	if (!sl)
-		return;
 	if (s->flags & SLAB_TRACE && !kmem_cache_debug(s))
 		trace(s, sl, x, 0);
 	if (slab_free_hook(s, x, addr))
 		do_slab_free_inline(s, sl, x, x, 1, addr);
 }
 
+/* slab_free with the checks, T and the hooks (free_target may pick another
+ * cache); sl is virt_to_slab(x). */
+static __attribute__((noinline))
+void slab_free_slow(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void *x,
+		    const char *fn, unsigned long addr)
+{
+	sl = free_target(k, &s, sl, x, fn, addr);
+
+	if (!sl)
+		return;
+	slab_free_checked(s, sl, x, addr);
+}
+
 /* slab_free's fast path: an object of s (else the slow path reports), a cache
  * no hook acts on (s->fastpath, the debug-objects check off or not for this
  * cache), the object of the vCPU's slab: push it on the per-vCPU freelist.
- * Anything else, a busy vCPU included: slab_free_slow does the whole job. */
+ * A valid object of a debug cache goes straight to slab_free_checked; anything
+ * else, a busy vCPU included: slab_free_slow does the whole job. */
 static __attribute__((always_inline)) inline
 void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void *x,
 	       const char *fn, unsigned long addr)
@@ -1058,8 +1085,12 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 	struct kmem_cache_cpu *c;
 	struct slab_fast_irq f;
 
-	if (unlikely(!sl || !s || sl->slab_cache != s || !s->fastpath || !check_valid_pointer(s, sl, x)))
-		goto slow;
+	if (unlikely(!sl || !s || sl->slab_cache != s || s->kasan || !check_valid_pointer(s, sl, x)))
+		goto slow;   /* reports, or KASAN's invalid-free check first */
+	if (unlikely(!s->fastpath)) {
+		slab_free_checked(s, sl, x, addr);   /* a debug or T cache: its checks come later */
+		return;
+	}
 	if (unlikely(!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(k)))
 		goto slow;
 	if (unlikely(!slab_fast_irq_save(k, &f)))
@@ -1076,7 +1107,7 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 	slab_fast_irq_restore(&f);
 	return;
 slow:
-	slab_free_slow(k, s, x, fn, addr);
+	slab_free_slow(k, s, sl, x, fn, addr);
 }
 
 void kmem_cache_free(struct odb_kernel *k, struct kmem_cache *s, void *x)
@@ -1163,7 +1194,7 @@ void kfree(struct odb_kernel *k, const void *x)
 			return;
 		}
 	}
-	slab_free_slow(k, NULL, obj, "kfree", addr);   /* reports: no slab for the object */
+	slab_free_slow(k, NULL, NULL, obj, "kfree", addr);   /* reports: no slab for the object */
 }
 
 /* __ksize / slab_ksize: what the caller may use of the object. */
@@ -1278,6 +1309,7 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	if (!s)
 		return NULL;
 	s->k = k;
+	s->fp_bias = (uintptr_t)k->ram - (uintptr_t)ODB_PAGE_OFFSET;
 	s->name = strdup(name);
 	s->cpu_slab = aligned_alloc(64, sizeof(struct kmem_cache_cpu) * k->nr_cpu_ids);
 	if (!s->name || !s->cpu_slab) {
@@ -1317,6 +1349,11 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	 * fixed at boot, before the first cache): slab_alloc and kmem_cache_free
 	 * may take their inline fast paths. */
 	s->fastpath = !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE)) && !kasan_enabled(k);
+	s->kasan = kasan_enabled(k);
+	s->modern_debug = kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_MODERN;
+	/* 2016 on: consistency checks only with F; before: with any debug flag */
+	s->debug_checks = (s->flags & SLAB_CONSISTENCY_CHECKS) ||
+			  (kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_LOCKED);
 	mutex_lock(&slab_state(k)->slab_mutex);
 	list_add_tail(&s->list, &slab_state(k)->slab_caches);
 	mutex_unlock(&slab_state(k)->slab_mutex);

@@ -99,7 +99,11 @@ struct kmem_cache {
 	struct odb_kernel *k;
 	bool kmalloc;
 	bool destroyed;
+	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
 	bool fastpath;                      /* no debug flag, T or KASAN: the inline fast paths run */
+	bool kasan;                         /* kasan_enabled() (fixed at boot), read on every slow path */
+	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
+	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
 	/* KASAN (generic) metadata offsets, set by kasan_cache_create */
 	int kasan_alloc_meta_offset;
 	int kasan_free_meta_offset;
@@ -164,11 +168,11 @@ static inline void *get_freepointer(const struct kmem_cache *s, void *object)
 {
 	odb_addr_t v;
 	memcpy(&v, (char *)object + s->offset, sizeof(v));
-	return v ? (void *)((uintptr_t)s->k->ram + (uintptr_t)(v - ODB_PAGE_OFFSET)) : NULL;
+	return v ? (void *)(s->fp_bias + (uintptr_t)v) : NULL;
 }
 static inline void set_freepointer(const struct kmem_cache *s, void *object, void *fp)
 {
-	odb_addr_t v = fp ? (odb_addr_t)((uintptr_t)fp - (uintptr_t)s->k->ram) + ODB_PAGE_OFFSET : 0;
+	odb_addr_t v = fp ? (odb_addr_t)((uintptr_t)fp - s->fp_bias) : 0;
 	memcpy((char *)object + s->offset, &v, sizeof(v));
 }
 static inline unsigned int size_from_object(const struct kmem_cache *s)
@@ -259,7 +263,6 @@ slab_flags_t kmem_cache_flags(struct odb_kernel *k, unsigned int object_size,
 int calculate_sizes(struct kmem_cache *s);
 void setup_slab_debug(struct kmem_cache *s, struct slab *sl, void *addr);
 void setup_object_debug(struct kmem_cache *s, void *object);
-void init_object(struct kmem_cache *s, void *object, uint8_t val);
 void set_track(struct kmem_cache *s, void *object, enum track_item alloc, unsigned long addr);
 void init_tracking(struct kmem_cache *s, void *object);
 void set_orig_size(struct kmem_cache *s, void *object, unsigned int orig_size);
@@ -268,6 +271,24 @@ unsigned int get_orig_size(struct kmem_cache *s, void *object);
 static inline bool slub_debug_orig_size(const struct kmem_cache *s)
 {
 	return (s->flags & SLAB_STORE_USER) && (s->flags & SLAB_KMALLOC);
+}
+/* init_object: red zones to val, the object to POISON_FREE..POISON_END (up to
+ * orig_size when an allocation tracks it).  Inline: every debug alloc/free. */
+static inline void init_object(struct kmem_cache *s, void *object, uint8_t val)
+{
+	uint8_t *p = object;
+	unsigned int poison_size = s->object_size;
+
+	if (s->flags & SLAB_RED_ZONE)
+		memset(p - s->red_left_pad, val, s->red_left_pad);
+	if (slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE)
+		poison_size = get_orig_size(s, object);
+	if (s->flags & __OBJECT_POISON) {
+		memset(p, POISON_FREE, poison_size - 1);
+		p[poison_size - 1] = POISON_END;
+	}
+	if (s->flags & SLAB_RED_ZONE)
+		memset(p + poison_size, val, s->inuse - poison_size);
 }
 int alloc_debug_processing(struct kmem_cache *s, struct slab *sl, void *object,
 			   unsigned long addr, unsigned int orig_size);

@@ -283,22 +283,6 @@ int calculate_sizes(struct kmem_cache *s)
 }
 
 /* ---- init ------------------------------------------------------------------------------- */
-void init_object(struct kmem_cache *s, void *object, uint8_t val)
-{
-	uint8_t *p = object;
-	unsigned int poison_size = s->object_size;
-
-	if (s->flags & SLAB_RED_ZONE)
-		memset(p - s->red_left_pad, val, s->red_left_pad);
-	if (slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE)
-		poison_size = get_orig_size(s, object);
-	if (s->flags & __OBJECT_POISON) {
-		memset(p, POISON_FREE, poison_size - 1);
-		p[poison_size - 1] = POISON_END;
-	}
-	if (s->flags & SLAB_RED_ZONE)
-		memset(p + poison_size, val, s->inuse - poison_size);
-}
 
 void init_tracking(struct kmem_cache *s, void *object)
 {
@@ -775,7 +759,7 @@ static int alloc_consistency_checks(struct kmem_cache *s, struct slab *sl, void 
 int alloc_debug_processing(struct kmem_cache *s, struct slab *sl, void *object,
 			   unsigned long addr, unsigned int orig_size)
 {
-	if ((s->flags & SLAB_CONSISTENCY_CHECKS) || slub_locked(s)) {
+	if (s->debug_checks) {
 		if (!alloc_consistency_checks(s, sl, object)) {
 			unsigned long c = slab_counters(sl);
 			slab_fix(s, "Marking all objects used");
@@ -819,11 +803,11 @@ int free_debug_processing(struct kmem_cache *s, struct slab *sl, void *head, voi
 			  int bulk_cnt, unsigned long addr, bool *locked)
 {
 	struct kmem_cache_node *n = &s->node;
-	bool checks = (s->flags & SLAB_CONSISTENCY_CHECKS) || slub_locked(s);
+	bool checks = s->debug_checks;
 	void *object = head;
 	int cnt = 0, ret = 0;
 
-	bool modern = slab_state(s->k)->path == SLUB_PATH_MODERN;
+	bool modern = s->modern_debug;
 
 	*locked = false;
 	if (!modern) {
