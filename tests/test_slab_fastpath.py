@@ -162,3 +162,19 @@ def test_current_cache_per_thread_and_kernel():
         assert c.validate() == 0
     k1.close()
     k2.close()
+
+
+def test_bench_slab_reports_paired_ratios():
+    """`python -m odebug bench slab` on a tiny budget: every configuration is
+    there, ratios are per-round pairs (a configuration against itself is 1)."""
+    from odebug import bench
+    res = bench.slab_pairs(2000, rounds=3, flags=("-", "P"), paths=("relaxed", "modern"))
+    rows = {(r["path"], r["flags"]): r for r in res["rows"]}
+    assert set(rows) == {("relaxed", "-"), ("relaxed", "P"), ("modern", "-"), ("modern", "P")}
+    for (path, fl), r in rows.items():
+        assert r["ns_per_pair"] > 0 and r["vs_glibc"] > 0
+        if fl == "-":
+            assert r["vs_nodebug"] == 1.0
+    assert res["exclusive_ns_per_pair"] > 0 and res["glibc_ns_per_pair"] > 0
+    text = bench.format_slab_table(res)
+    assert "ratios paired within each round" in text and "(excl.)" in text
