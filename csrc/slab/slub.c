@@ -217,6 +217,8 @@ static bool should_failslab(struct kmem_cache *s, gfp_t gfp)
 	return should_fail_ex(k, &f->attr, s->object_size, (gfp & __GFP_NOWARN) ? FAULT_NOWARN : 0);
 }
 
+static void stat_locked(struct kmem_cache *s, int cpu, enum stat_item si);
+
 static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 {
 	struct odb_kernel *k = s->k;
@@ -229,8 +231,12 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 	/* Try the preferred order quietly, then the minimum order (ORDER_FALLBACK). */
 	pg = order > s->min_order ? alloc_pages(k, alloc_gfp, order) : NULL;
 	if (!pg) {
-		if (order > s->min_order)
-			stat_cpu(s, cpu, ORDER_FALLBACK);
+		if (order > s->min_order) {
+			if (s->modern_debug)
+				stat_locked(s, cpu, ORDER_FALLBACK);   /* no irq lock held there */
+			else
+				stat_cpu(s, cpu, ORDER_FALLBACK);
+		}
 		order = s->min_order;
 		objects = s->min_objects;
 		pg = alloc_pages(k, flags, order);
@@ -591,6 +597,20 @@ static void slab_out_of_memory(struct kmem_cache *s, gfp_t gfp)
 	       atomic_load(&s->node.nr_slabs), atomic_load(&s->node.total_objects));
 }
 
+/* ---- the modern debug flows (v6.2+): no cpu slab, everything under list_lock --- *
+ * As in the kernel, these flows run with interrupts on: the vCPU's irq lock is
+ * not taken; list_lock is.  (The kernel takes it with spin_lock_irqsave so an
+ * interrupt on the same CPU cannot spin on it; odebug's "interrupts" are other
+ * threads on the vCPU, which just wait for it.)  Every per-vCPU counter these
+ * flows touch is therefore updated under list_lock: the rare paths that have
+ * none take it for the count (stat_locked). */
+static void stat_locked(struct kmem_cache *s, int cpu, enum stat_item si)
+{
+	spin_lock(&s->node.list_lock);
+	stat_cpu(s, cpu, si);
+	spin_unlock(&s->node.list_lock);
+}
+
 /* ---- the modern debug flows (v6.2+): no cpu slab, everything under list_lock --- */
 static void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
 				       struct slab *sl, unsigned long addr, unsigned int orig_size)
@@ -600,7 +620,9 @@ static void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_n
 	unsigned int inuse = SLAB_INUSE(c) + 1, objs = SLAB_OBJECTS(c);
 
 	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(inuse, objs, 0));
-	if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
+	if (s->debug_init_only) {
+		init_object(s, object, SLUB_RED_ACTIVE);   /* all alloc_debug_processing does here */
+	} else if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
 		remove_partial(n, sl);       /* "Marking all objects used": never again */
 		return NULL;
 	}
@@ -620,9 +642,12 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 	void *object = NULL;
 	struct slab *sl;
 
-	stat_cpu(s, cpu, ALLOC_SLOWPATH);
+	bool counted = false;
+
 	if (node_nr_partial(n)) {
 		spin_lock(&n->list_lock);
+		stat_cpu(s, cpu, ALLOC_SLOWPATH);
+		counted = true;
 		list_for_each_safe(pos, tmp, &n->partial) {
 			sl = list_entry(pos, struct slab, slab_list);
 			object = alloc_single_from_partial(s, n, sl, addr, orig_size);
@@ -637,16 +662,24 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 	}
 	sl = allocate_slab(s, gfp, cpu);
 	if (!sl) {
+		if (!counted)
+			stat_locked(s, cpu, ALLOC_SLOWPATH);
 		slab_out_of_memory(s, gfp);
 		return NULL;
 	}
-	stat_cpu(s, cpu, ALLOC_SLAB);
 	/* alloc_single_from_new_slab */
 	object = slab_freelist(sl);
 	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(1, SLAB_OBJECTS(sl->counters), 0));
-	if (!alloc_debug_processing(s, sl, object, addr, orig_size))
+	if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
+		if (!counted)
+			stat_locked(s, cpu, ALLOC_SLOWPATH);
+		stat_locked(s, cpu, ALLOC_SLAB);
 		return NULL;   /* not expected on a new slab; it is left off every list */
+	}
 	spin_lock(&n->list_lock);
+	if (!counted)
+		stat_cpu(s, cpu, ALLOC_SLOWPATH);
+	stat_cpu(s, cpu, ALLOC_SLAB);
 	if (SLAB_OBJECTS(sl->counters) == 1)
 		add_full(s, n, sl);
 	else
@@ -667,7 +700,10 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 	unsigned int inuse;
 
 	spin_lock(&n->list_lock);
-	if (!free_debug_processing(s, sl, head, tail, cnt, addr, &unused)) {
+	stat_cpu(s, cpu, FREE_SLOWPATH);
+	if (s->debug_init_only && head == tail && cnt == 1) {
+		init_object(s, head, SLUB_RED_INACTIVE);   /* all free_debug_processing does here */
+	} else if (!free_debug_processing(s, sl, head, tail, cnt, addr, &unused)) {
 		spin_unlock(&n->list_lock);
 		return;
 	}
@@ -786,6 +822,11 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 	t = odb_current(k);
 	if (unlikely(!t))
 		return NULL;
+	if (s->modern_debug) {
+		/* no cpu slab: ___slab_alloc goes straight to the partial list, irqs on */
+		object = alloc_debug_modern(s, gfp, addr, smp_processor_id_task(t), orig_size);
+		goto post;
+	}
 	flags = odb_irq_save_task(k, t);
 	cpu = (int)flags - 1;
 	c = &s->cpu_slab[cpu];
@@ -798,6 +839,7 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 		stat_cpu(s, cpu, ALLOC_FASTPATH);
 	}
 	odb_irq_restore_task(k, t, flags);
+post:
 	if (unlikely(gfp & __GFP_ZERO) && object)
 		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
 	return s->kasan ? kasan_slab_alloc(s, object, gfp) : object;   /* slab_post_alloc_hook */
@@ -964,11 +1006,12 @@ slab_empty:
 static inline void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 			       int cnt, unsigned long addr, int cpu)
 {
-	stat_cpu(s, cpu, FREE_SLOWPATH);
-	if (s->modern_debug)
-		free_to_partial_list(s, sl, head, tail, cnt, addr, cpu);
-	else
+	if (s->modern_debug) {
+		free_to_partial_list(s, sl, head, tail, cnt, addr, cpu);   /* counts under list_lock */
+	} else {
+		stat_cpu(s, cpu, FREE_SLOWPATH);
 		__slab_free_frozen(s, sl, head, tail, cnt, addr, cpu);
+	}
 }
 
 /* The slab free path proper (after the free hooks): do_slab_free.  The irq-off
@@ -986,6 +1029,11 @@ void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void
 
 	if (unlikely(!t))
 		return;   /* no task memory: the object stays allocated (leaks, nothing breaks) */
+	if (s->modern_debug) {
+		/* never a cpu slab: __slab_free -> free_to_partial_list, irqs on */
+		free_to_partial_list(s, sl, head, tail, cnt, addr, smp_processor_id_task(t));
+		return;
+	}
 	cpu = odb_irq_fast_save(k, t, &taken);
 	c = &s->cpu_slab[cpu];
 	if (likely(sl == c->slab)) {
@@ -1354,6 +1402,8 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	/* 2016 on: consistency checks only with F; before: with any debug flag */
 	s->debug_checks = (s->flags & SLAB_CONSISTENCY_CHECKS) ||
 			  (kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_LOCKED);
+	s->debug_init_only = s->modern_debug && !s->debug_checks &&
+			     !(s->flags & (SLAB_STORE_USER | SLAB_TRACE));
 	mutex_lock(&slab_state(k)->slab_mutex);
 	list_add_tail(&s->list, &slab_state(k)->slab_caches);
 	mutex_unlock(&slab_state(k)->slab_mutex);

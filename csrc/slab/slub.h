@@ -104,6 +104,7 @@ struct kmem_cache {
 	bool kasan;                         /* kasan_enabled() (fixed at boot), read on every slow path */
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
+	bool debug_init_only;               /* modern flows, no checks, no U, no T: debug processing = init_object */
 	/* KASAN (generic) metadata offsets, set by kasan_cache_create */
 	int kasan_alloc_meta_offset;
 	int kasan_free_meta_offset;
