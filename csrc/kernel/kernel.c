@@ -181,6 +181,7 @@ struct odb_task *odb_current_slow(struct odb_kernel *k)
 		return NULL;
 	t->k = k;
 	t->cpu = -1;
+	t->home_lock = &k->cpus[0].irq_lock;
 	t->irq_cpu = -1;
 	task_stack_bounds(t);
 	pthread_mutex_lock(&k->tasks_lock);
@@ -291,6 +292,7 @@ int task_bind_cpu(struct odb_kernel *k, struct odb_task *t, int cpu, int *old)
 		*old = t->cpu;
 	t->cpu = cpu;
 	t->home_cpu = cpu < 0 ? 0 : cpu;
+	t->home_lock = &k->cpus[t->home_cpu].irq_lock;
 	return ODB_OK;
 }
 

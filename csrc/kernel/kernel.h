@@ -116,6 +116,7 @@ struct odb_task {
 	int pid;
 	int cpu;                      /* bound vCPU, -1 = unbound (acts on CPU 0) */
 	int home_cpu;                 /* max(cpu, 0) as bound by task_bind_cpu (the fast paths' vCPU) */
+	struct odb_fastlock *home_lock; /* &k->cpus[home_cpu].irq_lock */
 	int irq_cpu;                  /* vCPU whose irq lock this task holds */
 	unsigned int irq_depth;       /* local_irq_save nesting */
 	char comm[TASK_COMM_LEN];

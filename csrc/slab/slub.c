@@ -853,6 +853,11 @@ post:
  * up the task, waits for the lock and does the whole job.  Keeping every call
  * out of the fast paths leaves them without a stack frame to set up.
  */
+/* The public fast entries are leaves or tail-call their slow paths: no frame
+ * of their own to chain (the slow path they jump to keeps the caller's frame
+ * chain intact for the stack depot, and its return address is the caller's). */
+#define SLAB_FAST_ENTRY __attribute__((optimize("omit-frame-pointer")))
+
 struct slab_fast_irq {
 	struct odb_fastlock *lock;   /* NULL: not taken here */
 	int cpu;
@@ -872,7 +877,7 @@ bool slab_fast_irq_save(struct odb_kernel *k, struct slab_fast_irq *f)
 		return true;
 	}
 	f->cpu = t->home_cpu;   /* smp_processor_id(): outside a visit, t->cpu as bound */
-	f->lock = &k->cpus[f->cpu].irq_lock;
+	f->lock = t->home_lock;
 	return !atomic_exchange_explicit(&f->lock->v, 1, memory_order_acquire);
 }
 static __attribute__((always_inline)) inline void slab_fast_irq_restore(struct slab_fast_irq *f)
@@ -931,6 +936,7 @@ void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, uns
 	return slab_alloc(s, gfp, addr, orig_size);
 }
 
+SLAB_FAST_ENTRY
 void *kmem_cache_alloc(struct odb_kernel *k, struct kmem_cache *s, gfp_t gfp)
 {
 	return slab_alloc(s, gfp, (unsigned long)__builtin_return_address(0), s->object_size);
@@ -1133,12 +1139,16 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 	struct kmem_cache_cpu *c;
 	struct slab_fast_irq f;
 
-	if (unlikely(!sl || !s || sl->slab_cache != s || s->kasan || !check_valid_pointer(s, sl, x)))
-		goto slow;   /* reports, or KASAN's invalid-free check first */
+	if (unlikely(!sl || !s || sl->slab_cache != s))
+		goto slow;   /* reports */
 	if (unlikely(!s->fastpath)) {
+		if (s->kasan || !check_valid_pointer(s, sl, x))
+			goto slow;   /* KASAN's invalid-free check comes first; reports */
 		slab_free_checked(s, sl, x, addr);   /* a debug or T cache: its checks come later */
 		return;
 	}
+	if (unlikely(!check_valid_pointer(s, sl, x)))
+		goto slow;
 	if (unlikely(!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(k)))
 		goto slow;
 	if (unlikely(!slab_fast_irq_save(k, &f)))
@@ -1158,6 +1168,7 @@ slow:
 	slab_free_slow(k, s, sl, x, fn, addr);
 }
 
+SLAB_FAST_ENTRY
 void kmem_cache_free(struct odb_kernel *k, struct kmem_cache *s, void *x)
 {
 	if (!x)
@@ -1201,6 +1212,7 @@ static void *kmalloc_large(struct odb_kernel *k, size_t size, gfp_t gfp)
 	return kasan_kmalloc_large(k, virt_to_host(k, page_address(k, pg)), size, gfp);
 }
 
+SLAB_FAST_ENTRY
 void *kmalloc(struct odb_kernel *k, size_t size, gfp_t gfp)
 {
 	struct kmem_cache *s;
@@ -1217,6 +1229,7 @@ void *kmalloc(struct odb_kernel *k, size_t size, gfp_t gfp)
 					   (unsigned int)size), size, gfp);
 }
 
+SLAB_FAST_ENTRY
 void kfree(struct odb_kernel *k, const void *x)
 {
 	unsigned long addr = (unsigned long)__builtin_return_address(0);
