@@ -612,8 +612,9 @@ static void stat_locked(struct kmem_cache *s, int cpu, enum stat_item si)
 }
 
 /* ---- the modern debug flows (v6.2+): no cpu slab, everything under list_lock --- */
-static void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
-				       struct slab *sl, unsigned long addr, unsigned int orig_size)
+static __attribute__((always_inline)) inline
+void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
+			       struct slab *sl, unsigned long addr, unsigned int orig_size)
 {
 	void *object = slab_freelist(sl);
 	unsigned long c = slab_counters(sl);
