@@ -46,9 +46,6 @@ def flags():
               "-D_GNU_SOURCE", "-fno-omit-frame-pointer"]
     if platform.machine() in ("x86_64", "AMD64"):
         cflags.append("-mcx16")   # inline cmpxchg16b for SLUB's freelist+counters
-        # TLS descriptors: the per-thread `current` cache is a load, not a
-        # __tls_get_addr call, while the library's TLS stays dynamically loadable
-        cflags.append("-mtls-dialect=gnu2")
     ldflags = ["-pthread"]
     if os.environ.get("ODEBUG_DEBUG") == "1":
         cflags = [f for f in cflags if f != "-O2"] + ["-O0", "-g3"]

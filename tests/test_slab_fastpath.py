@@ -123,9 +123,9 @@ def test_every_object_of_full_slabs_frees(size):
     assert k.reports == [] and s.validate() == 0
 
 
-def test_current_cache_never_outlives_its_kernel():
-    """A thread's cached task belongs to one kernel: after a close, a kernel made
-    again (often at the same address) gets its own task, pid 1 again."""
+def test_each_kernel_has_its_own_tasks():
+    """A thread's task belongs to one kernel: a kernel made again after a close
+    (often at the same address) gives the thread a new task, pid 1 again."""
     pids = []
     for i in range(40):
         with K(ram="16M") as k:
@@ -134,6 +134,60 @@ def test_current_cache_never_outlives_its_kernel():
             pids.append(k.pid)
             assert s.stats()["free_fastpath"] == 1
     assert set(pids) == {pids[0]}
+
+
+@pytest.mark.threads
+def test_task_slots_follow_threads():
+    """Threads run one after another usually get the same thread pointer (glibc
+    reuses the stack): each must get its own task (a new pid), never the exited
+    thread's, so the slot is freed at thread exit."""
+    k = K(cpus=2)
+    c = k.kmem_cache_create("seq", 64)
+    pids = []
+
+    def worker():
+        for _ in range(50):
+            c.free(c.alloc())
+        pids.append(k.pid)
+
+    for _ in range(30):
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    assert len(set(pids)) == 30
+    st = c.stats()
+    assert st["alloc_fastpath"] + st["alloc_slowpath"] == 1500
+    assert st["free_fastpath"] + st["free_slowpath"] == 1500
+    k.close()
+
+
+@pytest.mark.threads
+def test_more_threads_than_task_slots():
+    """300 live threads on 256 slots: the ones whose slot is taken find their task
+    in the pthread key; every thread keeps its own task throughout."""
+    k = K(cpus=4)
+    c = k.kmem_cache_create("many", 64)
+    start = threading.Barrier(300)
+    seen = {}
+
+    def worker(n):
+        start.wait()
+        first = k.pid
+        for _ in range(20):
+            c.free(c.alloc())
+        seen[n] = (first, k.pid)
+
+    ts = [threading.Thread(target=worker, args=(n,)) for n in range(300)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert all(a == b for a, b in seen.values())
+    assert len({a for a, _ in seen.values()}) == 300
+    st = c.stats()
+    assert st["free_fastpath"] + st["free_slowpath"] == 6000
+    assert c.validate() == 0
+    k.close()
 
 
 @pytest.mark.threads

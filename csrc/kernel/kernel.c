@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
 #include <time.h>
@@ -129,15 +128,18 @@ uint64_t jiffies_to_nsecs(struct odb_kernel *k, uint64_t j)
 }
 
 /* ---- tasks ------------------------------------------------------------------- */
-__thread struct odb_current_cache odb_current_cache;
-
+/* Runs in the exiting thread: its slot (if it has one) is freed first. */
 static void task_destructor(void *p)
 {
 	struct odb_task *t = p;
 	struct odb_kernel *k = t->k;
+	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
+	struct odb_task_slot *sl = &k->task_slots[odb_task_slot_of(tp)];
 
-	if (odb_current_cache.t == t)   /* the exiting thread's own entry */
-		odb_current_cache = (struct odb_current_cache){ 0 };
+	if (atomic_load_explicit(&sl->tp, memory_order_relaxed) == tp) {
+		atomic_store_explicit(&sl->t, 0, memory_order_relaxed);
+		atomic_store_explicit(&sl->tp, 0, memory_order_release);
+	}
 
 	pthread_mutex_lock(&k->tasks_lock);
 	list_del(&t->node);
@@ -164,9 +166,16 @@ static void task_stack_bounds(struct odb_task *t)
 	}
 }
 
+/* Give the calling thread its slot if the slot is free (else it stays on the
+ * pthread key: another live thread hashes there). */
 static struct odb_task *task_cache(struct odb_kernel *k, struct odb_task *t)
 {
-	odb_current_cache = (struct odb_current_cache){ .k = k, .cookie = k->cookie, .t = t };
+	uintptr_t tp = (uintptr_t)__builtin_thread_pointer(), free_tp = 0;
+	struct odb_task_slot *sl = &k->task_slots[odb_task_slot_of(tp)];
+
+	if (atomic_compare_exchange_strong_explicit(&sl->tp, &free_tp, tp, memory_order_acq_rel,
+						    memory_order_relaxed))
+		atomic_store_explicit(&sl->t, (uintptr_t)t, memory_order_relaxed);
 	return t;
 }
 
@@ -435,8 +444,6 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	spin_lock_init(&k->rng_lock);
 	odb_rng_seed(&k->rng, cfg->seed);
 	k->boot_host_ns = odb_host_ns();
-	if (getrandom(&k->cookie, sizeof(k->cookie), GRND_NONBLOCK) != (ssize_t)sizeof(k->cookie))
-		k->cookie = k->boot_host_ns ^ ((uint64_t)(uintptr_t)k * 0x9e3779b97f4a7c15ULL);
 	if (!k->cmdline || pthread_key_create(&k->task_key, task_destructor) != 0) {
 		free(k->cmdline);
 		free(k);

@@ -366,6 +366,12 @@ struct odb_log {
 	size_t cap, head, len;     /* byte ring */
 };
 
+#define ODB_TASK_SLOT_BITS 8
+struct odb_task_slot {
+	_Atomic uintptr_t tp;         /* the owner's thread pointer, 0 = free */
+	_Atomic uintptr_t t;          /* its struct odb_task */
+};
+
 struct odb_kernel {
 	/* configuration */
 	unsigned int nr_cpu_ids;          /* online vCPUs */
@@ -380,7 +386,7 @@ struct odb_kernel {
 
 	/* tasks */
 	pthread_key_t task_key;
-	uint64_t cookie;                  /* random: tells this kernel apart in odb_current_cache */
+	struct odb_task_slot task_slots[1u << ODB_TASK_SLOT_BITS];   /* odb_current_fast */
 	pthread_mutex_t tasks_lock;
 	struct list_head tasks;
 	int next_pid;
@@ -438,27 +444,32 @@ struct odb_kernel {
 	void *debugobjects;
 };
 
-/* The calling thread's last task lookup, in front of the pthread key: the one
- * piece of per-thread state in the core, the analog of the kernel's per-CPU
- * `current` (hot paths read it without a call).  It holds no state of its
- * own: the task belongs to the kernel, and the entry is trusted only for the
- * kernel it names with that kernel's random cookie, so a kernel closed and
- * another made at the same address never matches; the task's destructor
- * (thread exit) clears it. */
-struct odb_current_cache {
-	const struct odb_kernel *k;
-	uint64_t cookie;
-	struct odb_task *t;
-};
-extern __thread struct odb_current_cache odb_current_cache;
+/* odb_current's fast lookup: the kernel's table of its threads' tasks, one
+ * slot per thread hashed from the thread pointer (the TCB address, unique
+ * among live threads): the stand-in for the kernel's per-CPU `current`, read
+ * without a call.  A thread only ever installs, reads and clears its own
+ * slot's task; others see the slot's tp, never equal to theirs.  A thread whose
+ * slot is taken by another one looks its task up in the pthread key
+ * (odb_current_slow) every time; nothing is lost, it is only slower. */
+static inline unsigned int odb_task_slot_of(uintptr_t tp)
+{
+	return (unsigned int)((tp * 0x9e3779b97f4a7c15ULL) >> (64 - ODB_TASK_SLOT_BITS));
+}
+/* The calling thread's task if its slot knows it, else NULL (no side effect). */
+static inline struct odb_task *odb_current_fast(struct odb_kernel *k)
+{
+	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
+	struct odb_task_slot *sl = &k->task_slots[odb_task_slot_of(tp)];
 
+	if (likely(atomic_load_explicit(&sl->tp, memory_order_relaxed) == tp))
+		return (struct odb_task *)atomic_load_explicit(&sl->t, memory_order_relaxed);
+	return NULL;
+}
 static inline struct odb_task *odb_current(struct odb_kernel *k)
 {
-	const struct odb_current_cache *c = &odb_current_cache;
+	struct odb_task *t = odb_current_fast(k);
 
-	if (likely(c->k == k && c->cookie == k->cookie))
-		return c->t;
-	return odb_current_slow(k);
+	return likely(t) ? t : odb_current_slow(k);
 }
 
 static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len)

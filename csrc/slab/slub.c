@@ -848,7 +848,7 @@ post:
 
 /*
  * The irq-off section of the fast paths, for the calling thread's task when
- * odb_current_cache already knows it: the vCPU lock taken by one try (or none
+ * its task slot already knows it: the vCPU lock taken by one try (or none
  * when the task has interrupts off already, an exclusive binding included).
  * false (cache miss, lock busy): the caller takes its slow path, which looks
  * up the task, waits for the lock and does the whole job.  Keeping every call
@@ -866,12 +866,14 @@ struct slab_fast_irq {
 static __attribute__((always_inline)) inline
 bool slab_fast_irq_save(struct odb_kernel *k, struct slab_fast_irq *f)
 {
-	const struct odb_current_cache *cc = &odb_current_cache;
+	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
+	struct odb_task_slot *sl = &k->task_slots[odb_task_slot_of(tp)];
 	const struct odb_task *t;
 
-	if (unlikely(cc->k != k || cc->cookie != k->cookie))
+	/* odb_current_fast, without its NULL test: a slot that names us has our task */
+	if (unlikely(atomic_load_explicit(&sl->tp, memory_order_relaxed) != tp))
 		return false;
-	t = cc->t;
+	t = (const struct odb_task *)atomic_load_explicit(&sl->t, memory_order_relaxed);
 	if (unlikely(t->irq_depth)) {
 		f->lock = NULL;
 		f->cpu = t->irq_cpu;
