@@ -201,13 +201,11 @@ int slub_set_order(struct kmem_cache *s)
 	return 0;
 }
 
-static bool should_failslab(struct kmem_cache *s, gfp_t gfp)
+static bool __should_failslab(struct kmem_cache *s, gfp_t gfp)
 {
 	struct odb_kernel *k = s->k;
 	struct failslab_attr *f = &k->failslab;
 
-	if (likely(!READ_ONCE(f->attr.probability)))
-		return false;   /* should_fail's first test, before the gfp filters (no side effect) */
 	if (gfp & __GFP_NOFAIL)
 		return false;
 	if (f->ignore_gfp_reclaim && (gfp & __GFP_DIRECT_RECLAIM))
@@ -215,6 +213,14 @@ static bool should_failslab(struct kmem_cache *s, gfp_t gfp)
 	if (f->cache_filter && !(s->flags & SLAB_FAILSLAB))
 		return false;
 	return should_fail_ex(k, &f->attr, s->object_size, (gfp & __GFP_NOWARN) ? FAULT_NOWARN : 0);
+}
+
+/* should_fail's first test (probability 0) inline: no side effect skipped. */
+static inline bool should_failslab(struct kmem_cache *s, gfp_t gfp)
+{
+	if (likely(!READ_ONCE(s->k->failslab.attr.probability)))
+		return false;
+	return __should_failslab(s, gfp);
 }
 
 static void stat_locked(struct kmem_cache *s, int cpu, enum stat_item si);
@@ -634,41 +640,22 @@ void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
 	return object;
 }
 
-static __attribute__((always_inline)) inline
-void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
-			 unsigned int orig_size)
+/* alloc_single_from_new_slab (and the count of a slow path that found no
+ * partial slab: counted is false then). */
+static __attribute__((noinline))
+void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+				 unsigned int orig_size, bool counted)
 {
 	struct kmem_cache_node *n = &s->node;
-	struct list_head *pos, *tmp;
-	void *object = NULL;
-	struct slab *sl;
+	struct slab *sl = allocate_slab(s, gfp, cpu);
+	void *object;
 
-	bool counted = false;
-
-	if (node_nr_partial(n)) {
-		spin_lock(&n->list_lock);
-		stat_cpu(s, cpu, ALLOC_SLOWPATH);
-		counted = true;
-		list_for_each_safe(pos, tmp, &n->partial) {
-			sl = list_entry(pos, struct slab, slab_list);
-			object = alloc_single_from_partial(s, n, sl, addr, orig_size);
-			if (object) {
-				stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
-				break;
-			}
-		}
-		spin_unlock(&n->list_lock);
-		if (object)
-			return object;
-	}
-	sl = allocate_slab(s, gfp, cpu);
 	if (!sl) {
 		if (!counted)
 			stat_locked(s, cpu, ALLOC_SLOWPATH);
 		slab_out_of_memory(s, gfp);
 		return NULL;
 	}
-	/* alloc_single_from_new_slab */
 	object = slab_freelist(sl);
 	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(1, SLAB_OBJECTS(sl->counters), 0));
 	if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
@@ -687,6 +674,35 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 		add_partial(n, sl, DEACTIVATE_TO_HEAD_MODE);
 	spin_unlock(&n->list_lock);
 	return object;
+}
+
+/* ___slab_alloc's debug branch: get_partial_node with alloc_single_from_partial
+ * on each partial slab in turn, else a new slab. */
+static __attribute__((always_inline)) inline
+void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+			 unsigned int orig_size)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct list_head *pos, *tmp;
+	void *object = NULL;
+	struct slab *sl;
+
+	if (!node_nr_partial(n))
+		return alloc_single_from_new_slab(s, gfp, addr, cpu, orig_size, false);
+	spin_lock(&n->list_lock);
+	stat_cpu(s, cpu, ALLOC_SLOWPATH);
+	list_for_each_safe(pos, tmp, &n->partial) {
+		sl = list_entry(pos, struct slab, slab_list);
+		object = alloc_single_from_partial(s, n, sl, addr, orig_size);
+		if (object) {
+			stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
+			break;
+		}
+	}
+	spin_unlock(&n->list_lock);
+	if (object)
+		return object;
+	return alloc_single_from_new_slab(s, gfp, addr, cpu, orig_size, true);
 }
 
 static __attribute__((always_inline)) inline
@@ -805,6 +821,26 @@ static inline void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long
 	return ___slab_alloc_cpu(s, gfp, addr, cpu, orig_size);
 }
 
+/* slab_alloc_node for a debug cache on the modern flows: failslab, then
+ * ___slab_alloc's debug branch (no cpu slab, straight to the partial list,
+ * irqs on), __GFP_ZERO, KASAN's post-alloc hook. */
+static __attribute__((noinline))
+void *slab_alloc_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
+{
+	struct odb_task *t;
+	void *object;
+
+	if (unlikely(should_failslab(s, gfp)))
+		return NULL;
+	t = odb_current(s->k);
+	if (unlikely(!t))
+		return NULL;
+	object = alloc_debug_modern(s, gfp, addr, smp_processor_id_task(t), orig_size);
+	if (unlikely(gfp & __GFP_ZERO) && object)
+		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
+	return s->kasan ? kasan_slab_alloc(s, object, gfp) : object;
+}
+
 /* slab_alloc_node for every cache: failslab, the irq-off section (per-vCPU
  * freelist or ___slab_alloc), __GFP_ZERO, then KASAN's post-alloc hook. */
 static __attribute__((noinline))
@@ -818,16 +854,13 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 
 	struct odb_task *t;
 
+	if (s->modern_debug)
+		return slab_alloc_modern(s, gfp, addr, orig_size);
 	if (unlikely(should_failslab(s, gfp)))
 		return NULL;
 	t = odb_current(k);
 	if (unlikely(!t))
 		return NULL;
-	if (s->modern_debug) {
-		/* no cpu slab: ___slab_alloc goes straight to the partial list, irqs on */
-		object = alloc_debug_modern(s, gfp, addr, smp_processor_id_task(t), orig_size);
-		goto post;
-	}
 	flags = odb_irq_save_task(k, t);
 	cpu = (int)flags - 1;
 	c = &s->cpu_slab[cpu];
@@ -840,7 +873,6 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 		stat_cpu(s, cpu, ALLOC_FASTPATH);
 	}
 	odb_irq_restore_task(k, t, flags);
-post:
 	if (unlikely(gfp & __GFP_ZERO) && object)
 		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
 	return s->kasan ? kasan_slab_alloc(s, object, gfp) : object;   /* slab_post_alloc_hook */
@@ -927,8 +959,11 @@ void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned i
 {
 	void *object;
 
-	if (unlikely(!slab_alloc_fast(s, gfp, &object)))
+	if (unlikely(!slab_alloc_fast(s, gfp, &object))) {
+		if (s->modern_debug)
+			return slab_alloc_modern(s, gfp, addr, orig_size);
 		return slab_alloc_slow(s, gfp, addr, orig_size);
+	}
 	if (unlikely(gfp & __GFP_ZERO))
 		return memset(object, 0, s->object_size);
 	return object;
@@ -1117,6 +1152,22 @@ void slab_free_checked(struct kmem_cache *s, struct slab *sl, void *x, unsigned 
 		do_slab_free_inline(s, sl, x, x, 1, addr);
 }
 
+/* slab_free_checked for a debug cache on the modern flows without KASAN (T
+ * traces inside free_debug_processing there): the debug-objects check, then
+ * __slab_free's debug branch, free_to_partial_list, irqs on. */
+static __attribute__((noinline))
+void slab_free_modern(struct kmem_cache *s, struct slab *sl, void *x, unsigned long addr)
+{
+	struct odb_task *t;
+
+	if (!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(s->k))
+		debug_check_no_obj_freed(s->k, x, s->object_size);
+	t = odb_current(s->k);
+	if (unlikely(!t))
+		return;   /* no task memory: the object stays allocated */
+	free_to_partial_list(s, sl, x, x, 1, addr, smp_processor_id_task(t));
+}
+
 /* slab_free with the checks, T and the hooks (free_target may pick another
  * cache); sl is virt_to_slab(x). */
 static __attribute__((noinline))
@@ -1147,7 +1198,10 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 	if (unlikely(!s->fastpath)) {
 		if (s->kasan || !check_valid_pointer(s, sl, x))
 			goto slow;   /* KASAN's invalid-free check comes first; reports */
-		slab_free_checked(s, sl, x, addr);   /* a debug or T cache: its checks come later */
+		if (s->modern_debug)
+			slab_free_modern(s, sl, x, addr);
+		else
+			slab_free_checked(s, sl, x, addr);   /* a debug or T cache: its checks come later */
 		return;
 	}
 	if (unlikely(!check_valid_pointer(s, sl, x)))
