@@ -173,7 +173,11 @@ static struct odb_task *task_cache(struct odb_kernel *k, struct odb_task *t)
 	uintptr_t tp = (uintptr_t)__builtin_thread_pointer(), free_tp = 0;
 	struct odb_task_slot *sl = &k->task_slots[odb_task_slot_of(tp)];
 
-	if (atomic_compare_exchange_strong_explicit(&sl->tp, &free_tp, tp, memory_order_acq_rel,
+	/* look before the compare-and-swap: a thread whose slot is taken comes
+	 * here on every lookup and must not pull the slot's cache line away from
+	 * its owner each time */
+	if (atomic_load_explicit(&sl->tp, memory_order_relaxed) == 0 &&
+	    atomic_compare_exchange_strong_explicit(&sl->tp, &free_tp, tp, memory_order_acq_rel,
 						    memory_order_relaxed))
 		atomic_store_explicit(&sl->t, (uintptr_t)t, memory_order_relaxed);
 	return t;
