@@ -676,6 +676,24 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 	return object;
 }
 
+/* get_partial_node's debug loop, list_lock held: alloc_single_from_partial
+ * on each partial slab in turn (one that fails its checks leaves the list). */
+static __attribute__((noinline))
+void *get_partial_node_debug(struct kmem_cache *s, struct kmem_cache_node *n, unsigned long addr,
+			     unsigned int orig_size)
+{
+	struct list_head *pos, *tmp;
+	void *object;
+
+	list_for_each_safe(pos, tmp, &n->partial) {
+		object = alloc_single_from_partial(s, n, list_entry(pos, struct slab, slab_list),
+						   addr, orig_size);
+		if (object)
+			return object;
+	}
+	return NULL;
+}
+
 /* ___slab_alloc's debug branch: get_partial_node with alloc_single_from_partial
  * on each partial slab in turn, else a new slab. */
 static __attribute__((always_inline)) inline
@@ -683,7 +701,6 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 			 unsigned int orig_size)
 {
 	struct kmem_cache_node *n = &s->node;
-	struct list_head *pos, *tmp;
 	void *object = NULL;
 	struct slab *sl;
 
@@ -691,14 +708,15 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 		return alloc_single_from_new_slab(s, gfp, addr, cpu, orig_size, false);
 	spin_lock(&n->list_lock);
 	stat_cpu(s, cpu, ALLOC_SLOWPATH);
-	list_for_each_safe(pos, tmp, &n->partial) {
-		sl = list_entry(pos, struct slab, slab_list);
+	if (likely(s->debug_init_only) && !list_empty(&n->partial)) {
+		/* the first partial slab: alloc_single_from_partial cannot fail here */
+		sl = list_entry(n->partial.next, struct slab, slab_list);
 		object = alloc_single_from_partial(s, n, sl, addr, orig_size);
-		if (object) {
-			stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
-			break;
-		}
+	} else {
+		object = get_partial_node_debug(s, n, addr, orig_size);
 	}
+	if (object)
+		stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
 	spin_unlock(&n->list_lock);
 	if (object)
 		return object;
