@@ -455,21 +455,23 @@ static inline unsigned int odb_task_slot_of(uintptr_t tp)
 {
 	return (unsigned int)((tp * 0x9e3779b97f4a7c15ULL) >> (64 - ODB_TASK_SLOT_BITS));
 }
-/* The calling thread's task if its slot knows it, else NULL (no side effect). */
-static inline struct odb_task *odb_current_fast(struct odb_kernel *k)
+/* The calling thread's task if its slot knows it (no side effect); a slot
+ * that names the thread always holds its task, so a hit needs no NULL test. */
+static inline bool odb_current_fast(struct odb_kernel *k, struct odb_task **t)
 {
 	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
 	struct odb_task_slot *sl = &k->task_slots[odb_task_slot_of(tp)];
 
-	if (likely(atomic_load_explicit(&sl->tp, memory_order_relaxed) == tp))
-		return (struct odb_task *)atomic_load_explicit(&sl->t, memory_order_relaxed);
-	return NULL;
+	if (unlikely(atomic_load_explicit(&sl->tp, memory_order_relaxed) != tp))
+		return false;
+	*t = (struct odb_task *)atomic_load_explicit(&sl->t, memory_order_relaxed);
+	return true;
 }
 static inline struct odb_task *odb_current(struct odb_kernel *k)
 {
-	struct odb_task *t = odb_current_fast(k);
+	struct odb_task *t;
 
-	return likely(t) ? t : odb_current_slow(k);
+	return likely(odb_current_fast(k, &t)) ? t : odb_current_slow(k);
 }
 
 static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len)
@@ -495,27 +497,35 @@ static inline void odb_irq_restore_task(struct odb_kernel *k, struct odb_task *t
 }
 /* The slab fast paths' irq-off section, without the nesting bookkeeping: the
  * irq lock of the task's vCPU, unless the task has interrupts off already (a
- * nested section or an exclusive binding: then the vCPU it holds).  Returns
- * the vCPU; *taken says whether the lock was taken here.  Code inside that may
- * itself save irqs (the slow paths) runs between odb_irq_nest/odb_irq_unnest,
- * which make the section a regular local_irq_save one for it. */
-static inline int odb_irq_fast_save(struct odb_kernel *k, struct odb_task *t, bool *taken)
-{
+ * nested section or an exclusive binding: then the vCPU it holds, and no lock
+ * is taken).  wait=false tries the lock once (false: busy, nothing taken).
+ * Code inside that may itself save irqs (the slow paths) runs between
+ * odb_irq_nest/odb_irq_unnest, which make the section a regular
+ * local_irq_save one for it. */
+struct odb_irq_fast {
+	struct odb_fastlock *lock;    /* NULL: not taken here */
 	int cpu;
-
-	if (likely(!t->irq_depth)) {
-		cpu = smp_processor_id_task(t);
-		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
-		*taken = true;
-		return cpu;
-	}
-	*taken = false;
-	return t->irq_cpu;
-}
-static inline void odb_irq_fast_restore(struct odb_kernel *k, int cpu, bool taken)
+};
+static inline bool odb_irq_fast_save(const struct odb_task *t, struct odb_irq_fast *f, bool wait)
 {
-	if (taken)
-		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+	if (unlikely(t->irq_depth)) {
+		f->lock = NULL;
+		f->cpu = t->irq_cpu;
+		return true;
+	}
+	f->cpu = t->home_cpu;         /* smp_processor_id(): outside a visit, t->cpu as bound */
+	f->lock = t->home_lock;
+	if (likely(!atomic_exchange_explicit(&f->lock->v, 1, memory_order_acquire)))
+		return true;
+	if (!wait)
+		return false;
+	odb_fastlock_wait(f->lock);
+	return true;
+}
+static inline void odb_irq_fast_restore(const struct odb_irq_fast *f)
+{
+	if (f->lock)
+		odb_fastlock_unlock(f->lock);
 }
 static inline void odb_irq_nest(struct odb_task *t, int cpu)
 {

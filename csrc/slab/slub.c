@@ -617,7 +617,6 @@ static void stat_locked(struct kmem_cache *s, int cpu, enum stat_item si)
 	spin_unlock(&s->node.list_lock);
 }
 
-/* ---- the modern debug flows (v6.2+): no cpu slab, everything under list_lock --- */
 static __attribute__((always_inline)) inline
 void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
 			       struct slab *sl, unsigned long addr, unsigned int orig_size)
@@ -764,11 +763,11 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 		discard_slab(s, slab_free);
 }
 
-/* ___slab_alloc: irq lock of cpu held.  (The modern debug flows branch off
- * first, in ___slab_alloc below; this is the per-CPU-slab part.) */
+/* ___slab_alloc of the 2016 and older flows: irq lock of cpu held.  (The
+ * modern debug flows take alloc_debug_modern from slab_alloc_modern.) */
 static __attribute__((noinline))
-void *___slab_alloc_cpu(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
-			unsigned int orig_size)
+void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+		    unsigned int orig_size)
 {
 	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 	void *freelist;
@@ -831,14 +830,6 @@ new_slab:
 	return freelist;
 }
 
-static inline void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
-				  unsigned int orig_size)
-{
-	if (s->modern_debug)
-		return alloc_debug_modern(s, gfp, addr, cpu, orig_size);
-	return ___slab_alloc_cpu(s, gfp, addr, cpu, orig_size);
-}
-
 /* slab_alloc_node for a debug cache on the modern flows: failslab, then
  * ___slab_alloc's debug branch (no cpu slab, straight to the partial list,
  * irqs on), __GFP_ZERO, KASAN's post-alloc hook. */
@@ -859,7 +850,8 @@ void *slab_alloc_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, uns
 	return s->kasan ? kasan_slab_alloc(s, object, gfp) : object;
 }
 
-/* slab_alloc_node for every cache: failslab, the irq-off section (per-vCPU
+/* slab_alloc_node for every cache but the modern debug ones (slab_alloc
+ * sends those to slab_alloc_modern): failslab, the irq-off section (per-vCPU
  * freelist or ___slab_alloc), __GFP_ZERO, then KASAN's post-alloc hook. */
 static __attribute__((noinline))
 void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size)
@@ -872,8 +864,6 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 
 	struct odb_task *t;
 
-	if (s->modern_debug)
-		return slab_alloc_modern(s, gfp, addr, orig_size);
 	if (unlikely(should_failslab(s, gfp)))
 		return NULL;
 	t = odb_current(k);
@@ -896,47 +886,22 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 	return s->kasan ? kasan_slab_alloc(s, object, gfp) : object;   /* slab_post_alloc_hook */
 }
 
-/*
- * The irq-off section of the fast paths, for the calling thread's task when
- * its task slot already knows it: the vCPU lock taken by one try (or none
- * when the task has interrupts off already, an exclusive binding included).
- * false (cache miss, lock busy): the caller takes its slow path, which looks
- * up the task, waits for the lock and does the whole job.  Keeping every call
- * out of the fast paths leaves them without a stack frame to set up.
- */
 /* The public fast entries are leaves or tail-call their slow paths: no frame
  * of their own to chain (the slow path they jump to keeps the caller's frame
  * chain intact for the stack depot, and its return address is the caller's). */
 #define SLAB_FAST_ENTRY __attribute__((optimize("omit-frame-pointer")))
 
-struct slab_fast_irq {
-	struct odb_fastlock *lock;   /* NULL: not taken here */
-	int cpu;
-};
+/* The fast paths' irq-off section for the calling thread's task when its task
+ * slot knows it: the vCPU lock taken by one try.  false (slot miss, lock busy):
+ * the caller takes its slow path, which looks the task up, waits for the lock
+ * and does the whole job.  Keeping every call out of the fast paths leaves
+ * them without a stack frame to set up. */
 static __attribute__((always_inline)) inline
-bool slab_fast_irq_save(struct odb_kernel *k, struct slab_fast_irq *f)
+bool slab_fast_irq_save(struct odb_kernel *k, struct odb_irq_fast *f)
 {
-	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
-	struct odb_task_slot *sl = &k->task_slots[odb_task_slot_of(tp)];
-	const struct odb_task *t;
+	struct odb_task *t;
 
-	/* odb_current_fast, without its NULL test: a slot that names us has our task */
-	if (unlikely(atomic_load_explicit(&sl->tp, memory_order_relaxed) != tp))
-		return false;
-	t = (const struct odb_task *)atomic_load_explicit(&sl->t, memory_order_relaxed);
-	if (unlikely(t->irq_depth)) {
-		f->lock = NULL;
-		f->cpu = t->irq_cpu;
-		return true;
-	}
-	f->cpu = t->home_cpu;   /* smp_processor_id(): outside a visit, t->cpu as bound */
-	f->lock = t->home_lock;
-	return !atomic_exchange_explicit(&f->lock->v, 1, memory_order_acquire);
-}
-static __attribute__((always_inline)) inline void slab_fast_irq_restore(struct slab_fast_irq *f)
-{
-	if (f->lock)
-		odb_fastlock_unlock(f->lock);
+	return odb_current_fast(k, &t) && odb_irq_fast_save(t, f, false);
 }
 
 /*
@@ -951,7 +916,7 @@ bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
 {
 	struct odb_kernel *k = s->k;
 	struct kmem_cache_cpu *c;
-	struct slab_fast_irq f;
+	struct odb_irq_fast f;
 	void *object;
 
 	if (unlikely(!s->fastpath || READ_ONCE(k->failslab.attr.probability)))
@@ -961,13 +926,13 @@ bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
 	c = &s->cpu_slab[f.cpu];
 	object = c->freelist;
 	if (unlikely(!object)) {
-		slab_fast_irq_restore(&f);
+		odb_irq_fast_restore(&f);
 		return false;
 	}
 	c->freelist = get_freepointer(s, object);
 	c->tid++;
 	stat_cpu(s, f.cpu, ALLOC_FASTPATH);
-	slab_fast_irq_restore(&f);
+	odb_irq_fast_restore(&f);
 	*ret = object;
 	return true;
 }
@@ -999,10 +964,11 @@ void *kmem_cache_alloc(struct odb_kernel *k, struct kmem_cache *s, gfp_t gfp)
 }
 
 /* ---- free ------------------------------------------------------------------------------ */
-/* __slab_free after its first steps (below): the 2016 and older flows. */
+/* __slab_free of the 2016 and older flows (the modern debug flows free through
+ * free_to_partial_list, from do_slab_free, without the irq-off section). */
 static __attribute__((noinline))
-void __slab_free_frozen(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
-			unsigned long addr, int cpu)
+void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
+		 unsigned long addr, int cpu)
 {
 	struct kmem_cache_node *n = &s->node;
 	bool n_locked = false, was_frozen;
@@ -1011,6 +977,7 @@ void __slab_free_frozen(struct kmem_cache *s, struct slab *sl, void *head, void 
 	unsigned int inuse;
 	bool frozen;
 
+	stat_cpu(s, cpu, FREE_SLOWPATH);
 	if (kmem_cache_debug(s) && !free_debug_processing(s, sl, head, tail, cnt, addr, &n_locked))
 		return;
 	do {
@@ -1065,17 +1032,6 @@ slab_empty:
 	discard_slab(s, sl);
 }
 
-static inline void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
-			       int cnt, unsigned long addr, int cpu)
-{
-	if (s->modern_debug) {
-		free_to_partial_list(s, sl, head, tail, cnt, addr, cpu);   /* counts under list_lock */
-	} else {
-		stat_cpu(s, cpu, FREE_SLOWPATH);
-		__slab_free_frozen(s, sl, head, tail, cnt, addr, cpu);
-	}
-}
-
 /* The slab free path proper (after the free hooks): do_slab_free.  The irq-off
  * section pushes onto the per-vCPU freelist when the object is of the vCPU's
  * slab, else runs __slab_free in the same section. */
@@ -1083,11 +1039,9 @@ static __attribute__((always_inline)) inline
 void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
 			 unsigned long addr)
 {
-	struct odb_kernel *k = s->k;
 	struct kmem_cache_cpu *c;
-	struct odb_task *t = odb_current(k);
-	bool taken;
-	int cpu;
+	struct odb_task *t = odb_current(s->k);
+	struct odb_irq_fast f;
 
 	if (unlikely(!t))
 		return;   /* no task memory: the object stays allocated (leaks, nothing breaks) */
@@ -1096,19 +1050,19 @@ void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void
 		free_to_partial_list(s, sl, head, tail, cnt, addr, smp_processor_id_task(t));
 		return;
 	}
-	cpu = odb_irq_fast_save(k, t, &taken);
-	c = &s->cpu_slab[cpu];
+	odb_irq_fast_save(t, &f, true);
+	c = &s->cpu_slab[f.cpu];
 	if (likely(sl == c->slab)) {
 		set_freepointer(s, tail, c->freelist);
 		c->freelist = head;
 		c->tid++;
-		stat_cpu(s, cpu, FREE_FASTPATH);
+		stat_cpu(s, f.cpu, FREE_FASTPATH);
 	} else {
-		odb_irq_nest(t, cpu);
-		__slab_free(s, sl, head, tail, cnt, addr, cpu);
+		odb_irq_nest(t, f.cpu);
+		__slab_free(s, sl, head, tail, cnt, addr, f.cpu);
 		odb_irq_unnest(t);
 	}
-	odb_irq_fast_restore(k, cpu, taken);
+	odb_irq_fast_restore(&f);
 }
 
 void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
@@ -1170,22 +1124,6 @@ void slab_free_checked(struct kmem_cache *s, struct slab *sl, void *x, unsigned 
 		do_slab_free_inline(s, sl, x, x, 1, addr);
 }
 
-/* slab_free_checked for a debug cache on the modern flows without KASAN (T
- * traces inside free_debug_processing there): the debug-objects check, then
- * __slab_free's debug branch, free_to_partial_list, irqs on. */
-static __attribute__((noinline))
-void slab_free_modern(struct kmem_cache *s, struct slab *sl, void *x, unsigned long addr)
-{
-	struct odb_task *t;
-
-	if (!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(s->k))
-		debug_check_no_obj_freed(s->k, x, s->object_size);
-	t = odb_current(s->k);
-	if (unlikely(!t))
-		return;   /* no task memory: the object stays allocated */
-	free_to_partial_list(s, sl, x, x, 1, addr, smp_processor_id_task(t));
-}
-
 /* slab_free with the checks, T and the hooks (free_target may pick another
  * cache); sl is virt_to_slab(x). */
 static __attribute__((noinline))
@@ -1209,17 +1147,14 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 	       const char *fn, unsigned long addr)
 {
 	struct kmem_cache_cpu *c;
-	struct slab_fast_irq f;
+	struct odb_irq_fast f;
 
 	if (unlikely(!sl || !s || sl->slab_cache != s))
 		goto slow;   /* reports */
 	if (unlikely(!s->fastpath)) {
 		if (s->kasan || !check_valid_pointer(s, sl, x))
 			goto slow;   /* KASAN's invalid-free check comes first; reports */
-		if (s->modern_debug)
-			slab_free_modern(s, sl, x, addr);
-		else
-			slab_free_checked(s, sl, x, addr);   /* a debug or T cache: its checks come later */
+		slab_free_checked(s, sl, x, addr);   /* a debug or T cache: its checks come later */
 		return;
 	}
 	if (unlikely(!check_valid_pointer(s, sl, x)))
@@ -1230,14 +1165,14 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 		goto slow;
 	c = &s->cpu_slab[f.cpu];
 	if (unlikely(sl != c->slab)) {
-		slab_fast_irq_restore(&f);
+		odb_irq_fast_restore(&f);
 		goto slow;
 	}
 	set_freepointer(s, x, c->freelist);
 	c->freelist = x;
 	c->tid++;
 	stat_cpu(s, f.cpu, FREE_FASTPATH);
-	slab_fast_irq_restore(&f);
+	odb_irq_fast_restore(&f);
 	return;
 slow:
 	slab_free_slow(k, s, sl, x, fn, addr);
