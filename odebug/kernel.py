@@ -7,7 +7,7 @@ import os
 import re
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Union
 
 from . import _core
 from .report import Report
@@ -141,6 +141,17 @@ class Kernel(SlabMixin, KasanMixin, _core.Kernel):
     def pid(self) -> int:
         """The calling thread's task id in this kernel."""
         return self.current_pid()
+
+    @property
+    def lock_bias(self) -> Dict[str, int]:
+        """The lock bias (``odebug.lock_bias=``): a vCPU's irq lock or a cache's
+        list_lock that one thread takes again and again is biased to it and then
+        costs no atomic operation, until another thread revokes the bias.
+
+        ``{"threshold": n, "grants": g, "revocations": r}``: ``threshold`` is the
+        number of acquisitions in a row that first biases a lock (0: off, by the
+        option or for want of ``membarrier(2)``); the counts are since boot."""
+        return self.lock_bias_info()
 
     # -- time ---------------------------------------------------------------------
     @property

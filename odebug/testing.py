@@ -98,7 +98,7 @@ QUIET = frozenset({
     "reports", "dmesg", "slabinfo", "slabinfo_text", "slab_object", "lookup", "state", "stats",
     "stats_text", "internals", "shadow", "info", "counters", "fault", "fault_get", "stack",
     "stack_text", "current_cpu", "current_pid", "cache", "caches", "stack_bounds", "close",
-    "msecs_to_jiffies", "enabled", "policy",
+    "msecs_to_jiffies", "enabled", "policy", "lock_bias", "lock_bias_info",
 })
 #: calls whose int result is a new address, bound to a name (p1, p2, ...)
 _ALLOCATORS = frozenset({"alloc", "zalloc", "kmalloc", "kzalloc", "krealloc", "alloc_pages"})

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +57,94 @@ void odb_fastlock_wait(struct odb_fastlock *l)
 		else
 			sched_yield();
 	}
+}
+
+void odb_fastlock_lock_base(struct odb_fastlock *l, struct odb_task_slot *me)
+{
+	if (atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+		odb_fastlock_wait(l);
+	odb_bias_acquired(&l->bias, me, ODB_BIAS_IRQ, l);
+}
+
+/* ---- lock bias (kernel.h) --------------------------------------------------------- */
+/* Whether this process can revoke a bias: membarrier(2) with the private
+ * expedited command, registered (a property of the process, set once and
+ * never undone; asking again is harmless). */
+static bool odb_membarrier_ready(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return false;
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* The heavy side of the asymmetric barrier: every running thread of the
+ * process executes a full memory barrier before this returns.  A forked child
+ * may have lost the registration: register again, else the global command
+ * (slower, needs none). */
+static void odb_heavy_barrier(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
+void odb_bias_init(struct odb_kernel *k, struct odb_bias *b)
+{
+	atomic_init(&b->owner, NULL);
+	b->k = k;
+	b->last = NULL;
+	b->streak = 0;
+	b->threshold = k->lock_bias;
+}
+
+/* The base lock is held and the lock is biased to another slot: take the bias
+ * away and wait until its owner is out. */
+void odb_bias_revoke(struct odb_bias *b, unsigned int cls, void *lock)
+{
+	struct odb_task_slot *o = atomic_load_explicit(&b->owner, memory_order_relaxed);
+
+	atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
+	odb_heavy_barrier();
+	for (unsigned int i = 0; atomic_load_explicit(&o->held[cls], memory_order_acquire) == lock; i++) {
+		if (i < 64)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+	if (b->threshold && b->threshold < ODB_BIAS_THRESHOLD_MAX)
+		b->threshold *= 2;
+	atomic_fetch_add_explicit(&b->k->bias_revocations, 1, memory_order_relaxed);
+	b->last = NULL;
+	b->streak = 0;
+}
+
+/* The streak of base acquisitions by one slot: a new acquirer starts it; at
+ * the threshold the lock is biased to the acquirer (not to no_slot). */
+void odb_bias_streak(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls)
+{
+	if (b->last != me) {
+		b->last = me;
+		b->streak = 1;
+		return;
+	}
+	b->streak = 0;
+	if (b->threshold &&
+	    atomic_load_explicit(&me->held[cls], memory_order_relaxed) != ODB_BIAS_NEVER) {
+		atomic_store_explicit(&b->owner, me, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->k->bias_grants, 1, memory_order_relaxed);
+	}
+}
+
+void odb_lock_bias_info(odb_kernel *k, struct odb_lock_bias_info *out)
+{
+	out->threshold = k->lock_bias;
+	out->grants = atomic_load_explicit(&k->bias_grants, memory_order_relaxed);
+	out->revocations = atomic_load_explicit(&k->bias_revocations, memory_order_relaxed);
 }
 
 /* ---- PRNG: xoshiro256** seeded by splitmix64 (own implementation) ------------ */
@@ -178,8 +267,10 @@ static struct odb_task *task_cache(struct odb_kernel *k, struct odb_task *t)
 	 * its owner each time */
 	if (atomic_load_explicit(&sl->tp, memory_order_relaxed) == 0 &&
 	    atomic_compare_exchange_strong_explicit(&sl->tp, &free_tp, tp, memory_order_acq_rel,
-						    memory_order_relaxed))
+						    memory_order_relaxed)) {
 		atomic_store_explicit(&sl->t, (uintptr_t)t, memory_order_relaxed);
+		t->slot = sl;
+	}
 	return t;
 }
 
@@ -195,6 +286,7 @@ struct odb_task *odb_current_slow(struct odb_kernel *k)
 	t->k = k;
 	t->cpu = -1;
 	t->home_lock = &k->cpus[0].irq_lock;
+	t->slot = &k->no_slot;
 	t->irq_cpu = -1;
 	task_stack_bounds(t);
 	pthread_mutex_lock(&k->tasks_lock);
@@ -294,7 +386,7 @@ int task_bind_cpu(struct odb_kernel *k, struct odb_task *t, int cpu, int *old)
 		return odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
 			       cpu, k->nr_cpu_ids);
 	if (t->exclusive && t->irq_depth == 1) {
-		odb_fastlock_unlock(&k->cpus[t->irq_cpu].irq_lock);
+		odb_fastlock_unlock(&k->cpus[t->irq_cpu].irq_lock, t->slot);
 		t->irq_depth = 0;
 		t->irq_cpu = -1;
 		t->exclusive = false;
@@ -321,7 +413,7 @@ int task_bind_exclusive(struct odb_kernel *k, struct odb_task *t, int cpu)
 	ret = task_bind_cpu(k, t, cpu, NULL);
 	if (ret)
 		return ret;
-	odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+	odb_fastlock_lock_base(&k->cpus[cpu].irq_lock, t->slot);   /* held as long as bound */
 	t->irq_depth = 1;
 	t->irq_cpu = cpu;
 	t->exclusive = true;
@@ -370,7 +462,7 @@ unsigned long odb_local_irq_save(struct odb_kernel *k)
 		return 0;   /* no task: nothing can be nested; run unprotected */
 	cpu = smp_processor_id_task(t);
 	if (t->irq_depth++ == 0) {
-		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+		odb_fastlock_lock(&k->cpus[cpu].irq_lock, t->slot);
 		t->irq_cpu = cpu;
 	}
 	return (unsigned long)t->irq_cpu + 1;
@@ -384,7 +476,7 @@ void odb_local_irq_restore(struct odb_kernel *k, unsigned long flags)
 		return;
 	t = pthread_getspecific(k->task_key);
 	if (--t->irq_depth == 0) {
-		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock);
+		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock, t->slot);
 		t->irq_cpu = -1;
 	}
 }
@@ -456,8 +548,13 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	k->cpus = aligned_alloc(64, sizeof(struct odb_cpu) * k->nr_cpu_ids);
 	if (!k->cpus)
 		goto fail;
-	for (i = 0; i < k->nr_cpu_ids; i++)
+	for (i = 0; i < ODB_BIAS_NR; i++)
+		atomic_init(&k->no_slot.held[i], ODB_BIAS_NEVER);
+	k->lock_bias = ODB_BIAS_THRESHOLD;   /* odebug.lock_bias=; the vCPU locks' thresholds after the command line */
+	for (i = 0; i < k->nr_cpu_ids; i++) {
 		atomic_init(&k->cpus[i].irq_lock.v, 0);
+		odb_bias_init(k, &k->cpus[i].irq_lock.bias);
+	}
 	odb_fault_init(k);
 	if (odb_log_init(&k->log, 1u << 20))
 		goto fail;
@@ -475,6 +572,10 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	ret = odb_parse_cmdline(k, k->cmdline, eb, sizeof(eb));
 	if (ret)
 		goto fail;
+	if (k->lock_bias && !odb_membarrier_ready())
+		k->lock_bias = 0;
+	for (i = 0; i < k->nr_cpu_ids; i++)
+		odb_bias_init(k, &k->cpus[i].irq_lock.bias);
 	ret = ODB_ENOMEM;
 	if (odb_wq_init(k))
 		goto fail;

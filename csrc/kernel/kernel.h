@@ -117,6 +117,7 @@ struct odb_task {
 	int cpu;                      /* bound vCPU, -1 = unbound (acts on CPU 0) */
 	int home_cpu;                 /* max(cpu, 0) as bound by task_bind_cpu (the fast paths' vCPU) */
 	struct odb_fastlock *home_lock; /* &k->cpus[home_cpu].irq_lock */
+	struct odb_task_slot *slot;   /* its task slot (lock bias identity), else &k->no_slot */
 	int irq_cpu;                  /* vCPU whose irq lock this task holds */
 	unsigned int irq_depth;       /* local_irq_save nesting */
 	char comm[TASK_COMM_LEN];
@@ -151,20 +152,142 @@ int odb_enter_failed(struct odb_kernel *k);
 /* Record the calling thread's error message and return err. */
 int odb_err(struct odb_kernel *k, int err, const char *fmt, ...) __printf(3, 4);
 
-/* ---- the vCPU lock: test-and-set with a plain release store to unlock --------- *
- * One atomic RMW to take it, none to drop it.  Waiters spin briefly, then yield
- * (threads may far outnumber cores, and holders never sleep inside). */
-struct odb_fastlock { atomic_int v; };
-void odb_fastlock_wait(struct odb_fastlock *l);
-static inline void odb_fastlock_lock(struct odb_fastlock *l)
+/* ---- quickly reacquirable locks: biased to one thread ----------------------- *
+ * A lock that one thread takes again and again -- a vCPU's irq lock, a cache's
+ * list_lock, in the common single-threaded use -- is biased to that thread,
+ * which then takes and drops it with plain loads and stores, no bus-locked
+ * read-modify-write, as the kernel's this_cpu operations and a CPU-local
+ * irq disable cost none (Dice, Moir and Scherer's "quickly reacquirable
+ * locks"; revocation by an asymmetric barrier, membarrier(2), as user-space
+ * RCU does).
+ *
+ * The owner enters by noting the lock in its task slot's held[class], a
+ * compiler barrier, and reading the lock's owner: still itself, it is inside.
+ * It leaves by clearing held[class] (release).  Any other thread takes the
+ * base lock (so waiters serialise there), clears the owner, runs membarrier()
+ * (every running thread of the process executes a full barrier) and waits
+ * until the old owner's held[class] no longer names the lock.  Dekker's
+ * argument with the barrier on one side: either the owner's note is visible
+ * to the revoker, who waits for it, or the owner's read comes after the
+ * barrier, sees the owner cleared, and the owner takes the base lock instead.
+ *
+ * The base lock's holder biases the lock to itself once it has taken it
+ * `threshold` times in a row with nobody else in between: 1024 at first,
+ * doubled by each revocation (a few microseconds each), so revocations stay
+ * rare against the atomic operations they save.  The identity is the thread's
+ * task slot, which lives as long as the kernel, so a revoker never reads
+ * freed memory; a thread without a slot is never biased (its slot is the
+ * kernel's no_slot, whose notes read ODB_BIAS_NEVER).  odebug.lock_bias=off,
+ * or a host without membarrier(2), keeps every lock unbiased (threshold 0).
+ * Release/acquire pairs order every hand-over (the owner's release of its note
+ * to the revoker's acquire; the base lock the other way), which is what
+ * ThreadSanitizer checks. */
+enum { ODB_BIAS_IRQ, ODB_BIAS_NODE, ODB_BIAS_NR };
+#define ODB_BIAS_NEVER ((void *)1)
+#define ODB_BIAS_THRESHOLD 1024u
+#define ODB_BIAS_THRESHOLD_MAX (1u << 24)
+
+struct odb_task_slot {
+	_Atomic uintptr_t tp;         /* the owner's thread pointer, 0 = free */
+	_Atomic uintptr_t t;          /* its struct odb_task */
+	_Atomic(void *) held[ODB_BIAS_NR];   /* the biased lock of each class it is inside */
+} __attribute__((aligned(64)));      /* written by its thread only: a line of its own */
+
+struct odb_bias {
+	_Atomic(struct odb_task_slot *) owner;   /* NULL: unbiased */
+	struct odb_kernel *k;         /* its counters */
+	struct odb_task_slot *last;   /* last, streak, threshold: under the base lock */
+	unsigned int streak, threshold;
+};
+
+struct odb_kernel;
+/* threshold from odebug.lock_bias= (0: never biased) */
+void odb_bias_init(struct odb_kernel *k, struct odb_bias *b);
+/* The biased entry: true = inside (leave with odb_bias_exit). */
+static inline bool odb_bias_enter(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls,
+				  void *lock)
 {
-	if (likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
-		return;
-	odb_fastlock_wait(l);
+	/* (a thread notes the lock before it knows it owns it; a non-owner's note
+	 * is only ever read by a revoker waiting on it, who waits a moment more) */
+	if (likely(!atomic_load_explicit(&me->held[cls], memory_order_relaxed))) {
+		atomic_store_explicit(&me->held[cls], lock, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);   /* membarrier() on the other side */
+		if (likely(atomic_load_explicit(&b->owner, memory_order_acquire) == me))
+			return true;
+		atomic_store_explicit(&me->held[cls], NULL, memory_order_release);
+	}
+	return false;
 }
-static inline void odb_fastlock_unlock(struct odb_fastlock *l)
+static inline void odb_bias_exit(struct odb_task_slot *me, unsigned int cls)
 {
-	atomic_store_explicit(&l->v, 0, memory_order_release);
+	atomic_store_explicit(&me->held[cls], NULL, memory_order_release);
+}
+/* me holds lock through its bias (else through the base lock) */
+static inline bool odb_bias_held(struct odb_task_slot *me, unsigned int cls, const void *lock)
+{
+	return atomic_load_explicit(&me->held[cls], memory_order_relaxed) == lock;
+}
+/* After taking the base lock: revoke another thread's bias, count the streak,
+ * bias the lock to me at the threshold. */
+void odb_bias_revoke(struct odb_bias *b, unsigned int cls, void *lock);
+void odb_bias_streak(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls);
+static inline void odb_bias_acquired(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls,
+				     void *lock)
+{
+	struct odb_task_slot *o = atomic_load_explicit(&b->owner, memory_order_relaxed);
+
+	if (unlikely(o && o != me))
+		odb_bias_revoke(b, cls, lock);
+	else if (o)
+		return;   /* biased to me already (a nested entry, an exclusive binding) */
+	if (likely(b->last == me) && b->streak + 1 < b->threshold)
+		b->streak++;
+	else
+		odb_bias_streak(b, me, cls);
+}
+
+/* ---- the vCPU lock: test-and-set with a plain release store to unlock --------- *
+ * One atomic RMW to take it, none to drop it, none at all while it is biased.
+ * Waiters spin briefly, then yield (threads may far outnumber cores, and
+ * holders never sleep inside). */
+struct odb_fastlock { atomic_int v; struct odb_bias bias; };
+void odb_fastlock_wait(struct odb_fastlock *l);
+/* The base lock, then the bias bookkeeping (an exclusive binding takes this). */
+void odb_fastlock_lock_base(struct odb_fastlock *l, struct odb_task_slot *me);
+static inline void odb_fastlock_lock(struct odb_fastlock *l, struct odb_task_slot *me)
+{
+	if (likely(odb_bias_enter(&l->bias, me, ODB_BIAS_IRQ, l)))
+		return;
+	odb_fastlock_lock_base(l, me);
+}
+static inline void odb_fastlock_unlock(struct odb_fastlock *l, struct odb_task_slot *me)
+{
+	if (odb_bias_held(me, ODB_BIAS_IRQ, l))
+		odb_bias_exit(me, ODB_BIAS_IRQ);
+	else
+		atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+
+/* ---- a spinlock that may be biased (list_lock) --------------------------------- */
+struct odb_bspinlock { spinlock_t l; struct odb_bias bias; };
+static inline void odb_bspin_lock_init(struct odb_kernel *k, struct odb_bspinlock *bl)
+{
+	spin_lock_init(&bl->l);
+	odb_bias_init(k, &bl->bias);
+}
+static inline void odb_bspin_lock(struct odb_bspinlock *bl, struct odb_task_slot *me)
+{
+	if (likely(odb_bias_enter(&bl->bias, me, ODB_BIAS_NODE, bl)))
+		return;
+	spin_lock(&bl->l);
+	odb_bias_acquired(&bl->bias, me, ODB_BIAS_NODE, bl);
+}
+static inline void odb_bspin_unlock(struct odb_bspinlock *bl, struct odb_task_slot *me)
+{
+	if (odb_bias_held(me, ODB_BIAS_NODE, bl))
+		odb_bias_exit(me, ODB_BIAS_NODE);
+	else
+		spin_unlock(&bl->l);
 }
 
 /* ---- vCPUs and "interrupts disabled" ----------------------------------------- */
@@ -367,11 +490,6 @@ struct odb_log {
 };
 
 #define ODB_TASK_SLOT_BITS 8
-struct odb_task_slot {
-	_Atomic uintptr_t tp;         /* the owner's thread pointer, 0 = free */
-	_Atomic uintptr_t t;          /* its struct odb_task */
-};
-
 struct odb_kernel {
 	/* configuration */
 	unsigned int nr_cpu_ids;          /* online vCPUs */
@@ -387,6 +505,9 @@ struct odb_kernel {
 	/* tasks */
 	pthread_key_t task_key;
 	struct odb_task_slot task_slots[1u << ODB_TASK_SLOT_BITS];   /* odb_current_fast */
+	struct odb_task_slot no_slot;     /* the slot of slotless tasks: never biased */
+	unsigned int lock_bias;           /* first bias threshold (odebug.lock_bias=), 0 = off */
+	_Atomic uint64_t bias_grants, bias_revocations;
 	pthread_mutex_t tasks_lock;
 	struct list_head tasks;
 	int next_pid;
@@ -474,6 +595,14 @@ static inline struct odb_task *odb_current(struct odb_kernel *k)
 	return likely(odb_current_fast(k, &t)) ? t : odb_current_slow(k);
 }
 
+/* The calling thread's lock-bias identity (kernel.h's biased locks). */
+static inline struct odb_task_slot *odb_current_slot(struct odb_kernel *k)
+{
+	struct odb_task *t = odb_current(k);
+
+	return t ? t->slot : &k->no_slot;
+}
+
 static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len)
 {
 	return a >= ODB_PAGE_OFFSET && len <= k->ram_bytes &&
@@ -484,48 +613,57 @@ static inline unsigned long odb_irq_save_task(struct odb_kernel *k, struct odb_t
 {
 	if (t->irq_depth++ == 0) {
 		t->irq_cpu = smp_processor_id_task(t);
-		odb_fastlock_lock(&k->cpus[t->irq_cpu].irq_lock);
+		odb_fastlock_lock(&k->cpus[t->irq_cpu].irq_lock, t->slot);
 	}
 	return (unsigned long)t->irq_cpu + 1;
 }
 static inline void odb_irq_restore_task(struct odb_kernel *k, struct odb_task *t, unsigned long flags)
 {
 	if (--t->irq_depth == 0) {
-		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock);
+		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock, t->slot);
 		t->irq_cpu = -1;
 	}
 }
 /* The slab fast paths' irq-off section, without the nesting bookkeeping: the
  * irq lock of the task's vCPU, unless the task has interrupts off already (a
  * nested section or an exclusive binding: then the vCPU it holds, and no lock
- * is taken).  wait=false tries the lock once (false: busy, nothing taken).
+ * is taken).  wait=false takes the lock only through its bias (false: not
+ * biased to the task, nothing taken: the caller's slow path takes the base
+ * lock, which also counts the streak that biases it).
  * Code inside that may itself save irqs (the slow paths) runs between
  * odb_irq_nest/odb_irq_unnest, which make the section a regular
  * local_irq_save one for it. */
 struct odb_irq_fast {
 	struct odb_fastlock *lock;    /* NULL: not taken here */
+	_Atomic(void *) *held;        /* taken through the bias: the note to clear */
 	int cpu;
 };
 static inline bool odb_irq_fast_save(const struct odb_task *t, struct odb_irq_fast *f, bool wait)
 {
 	if (unlikely(t->irq_depth)) {
 		f->lock = NULL;
+		f->held = NULL;
 		f->cpu = t->irq_cpu;
 		return true;
 	}
 	f->cpu = t->home_cpu;         /* smp_processor_id(): outside a visit, t->cpu as bound */
 	f->lock = t->home_lock;
-	if (likely(!atomic_exchange_explicit(&f->lock->v, 1, memory_order_acquire)))
+	if (likely(odb_bias_enter(&f->lock->bias, t->slot, ODB_BIAS_IRQ, f->lock))) {
+		f->held = &t->slot->held[ODB_BIAS_IRQ];
 		return true;
+	}
+	f->held = NULL;
 	if (!wait)
 		return false;
-	odb_fastlock_wait(f->lock);
+	odb_fastlock_lock_base(f->lock, t->slot);
 	return true;
 }
 static inline void odb_irq_fast_restore(const struct odb_irq_fast *f)
 {
-	if (f->lock)
-		odb_fastlock_unlock(f->lock);
+	if (f->held)
+		atomic_store_explicit(f->held, NULL, memory_order_release);
+	else if (f->lock)
+		atomic_store_explicit(&f->lock->v, 0, memory_order_release);
 }
 static inline void odb_irq_nest(struct odb_task *t, int cpu)
 {
@@ -547,6 +685,7 @@ static inline void odb_irq_unnest(struct odb_task *t)
  * that vCPU's irq lock (an exclusive binding, or an outer irq-off section). */
 struct odb_cpu_visit {
 	struct odb_task *t;
+	struct odb_task_slot *me;
 	bool taken;
 	int cpu, irq_cpu;
 	unsigned int irq_depth;
@@ -555,10 +694,11 @@ static inline void odb_cpu_lock(struct odb_kernel *k, unsigned int cpu, struct o
 {
 	struct odb_task *t = (struct odb_task *)pthread_getspecific(k->task_key);
 
-	*v = (struct odb_cpu_visit){ .t = t, .cpu = -1, .irq_cpu = -1 };
+	*v = (struct odb_cpu_visit){ .t = t, .me = t ? t->slot : &k->no_slot, .cpu = -1,
+				     .irq_cpu = -1 };
 	v->taken = !(t && t->irq_depth && t->irq_cpu == (int)cpu);
 	if (v->taken)
-		odb_fastlock_lock(&k->cpus[cpu].irq_lock);
+		odb_fastlock_lock(&k->cpus[cpu].irq_lock, v->me);
 	if (t) {
 		v->cpu = t->cpu;
 		v->irq_cpu = t->irq_cpu;
@@ -578,7 +718,7 @@ static inline void odb_cpu_unlock(struct odb_kernel *k, unsigned int cpu, struct
 		t->irq_depth = v->irq_depth;
 	}
 	if (v->taken)
-		odb_fastlock_unlock(&k->cpus[cpu].irq_lock);
+		odb_fastlock_unlock(&k->cpus[cpu].irq_lock, v->me);
 }
 
 static inline uint64_t page_to_pfn(struct odb_kernel *k, const struct page *p)

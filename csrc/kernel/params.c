@@ -118,11 +118,37 @@ static void get_fault(struct fault_attr *a, char *buf, size_t len)
 static void get_failslab(struct odb_kernel *k, char *buf, size_t len) { get_fault(&k->failslab.attr, buf, len); }
 static void get_fail_page_alloc(struct odb_kernel *k, char *buf, size_t len) { get_fault(&k->fail_page_alloc.attr, buf, len); }
 
+/* odebug.lock_bias=on|off|<n>: whether locks taken again and again by one
+ * thread are biased to it (kernel.h); off keeps one atomic operation per
+ * acquisition; n sets the first threshold (on = 1024), small n for tests that
+ * want bias and revocation all the time. */
+static int set_lock_bias(struct odb_kernel *k, const char *val)
+{
+	unsigned long n;
+	bool b;
+
+	if (val && !odb_kstrtoul(val, &n) && n <= ODB_BIAS_THRESHOLD_MAX) {
+		k->lock_bias = (unsigned int)n;
+		return 0;
+	}
+	if (odb_kstrtobool(val, &b))   /* a bare odebug.lock_bias is on */
+		return odb_err(k, ODB_EINVAL, "odebug.lock_bias: `%s' invalid for parameter "
+			       "`odebug.lock_bias' (on|off|0..%u)", val ? val : "", ODB_BIAS_THRESHOLD_MAX);
+	k->lock_bias = b ? ODB_BIAS_THRESHOLD : 0;
+	return 0;
+}
+
+static void get_lock_bias(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u", k->lock_bias);
+}
+
 const struct odb_param odb_params[] = {
 	{ "panic_on_warn", set_panic_on_warn, get_panic_on_warn },
 	{ "hz", set_hz, get_hz },
 	{ "failslab", set_failslab, get_failslab },
 	{ "fail_page_alloc", set_fail_page_alloc, get_fail_page_alloc },
+	{ "odebug.lock_bias", set_lock_bias, get_lock_bias },
 	ODB_ROOM_PARAMS
 	{ NULL, NULL, NULL },
 };

@@ -372,6 +372,17 @@ static PyObject *Kernel_current_pid(KernelObject *self, PyObject *unused)
 	return PyLong_FromLong(odb_current_pid(self->k));
 }
 
+static PyObject *Kernel_lock_bias_info(KernelObject *self, PyObject *unused)
+{
+	struct odb_lock_bias_info bi;
+
+	CHECK_OPEN(self);
+	odb_lock_bias_info(self->k, &bi);
+	return Py_BuildValue("{s:I,s:K,s:K}", "threshold", bi.threshold,
+			     "grants", (unsigned long long)bi.grants,
+			     "revocations", (unsigned long long)bi.revocations);
+}
+
 static PyObject *Kernel_set_comm(KernelObject *self, PyObject *arg)
 {
 	const char *s = PyUnicode_AsUTF8(arg);
@@ -873,6 +884,7 @@ static PyMethodDef Kernel_methods[] = {
 	{ "current_cpu", (PyCFunction)Kernel_current_cpu, METH_NOARGS, "smp_processor_id() of the calling thread." },
 	{ "current_pid", (PyCFunction)Kernel_current_pid, METH_NOARGS, "The calling thread's task id." },
 	{ "set_comm", (PyCFunction)Kernel_set_comm, METH_O, "Set the calling thread's task name." },
+	{ "lock_bias_info", (PyCFunction)Kernel_lock_bias_info, METH_NOARGS, "Lock bias: threshold, grants, revocations." },
 	{ "advance", (PyCFunction)Kernel_advance, METH_O, "Advance the virtual clock by ns, running due work." },
 	{ "param", (PyCFunction)Kernel_param, METH_O, "Current value of a boot parameter." },
 	{ "alloc_pages", (PyCFunction)(void (*)(void))Kernel_alloc_pages, METH_VARARGS | METH_KEYWORDS, "alloc_pages(order=0, gfp=GFP_KERNEL) -> address or None." },

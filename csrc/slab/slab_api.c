@@ -319,12 +319,12 @@ static unsigned long count_partial_free(struct kmem_cache *s)
 	struct list_head *pos;
 	unsigned long x = 0;
 
-	spin_lock(&s->node.list_lock);
+	node_lock(s, &s->node);
 	for (pos = s->node.partial.next; pos != &s->node.partial; pos = pos->next) {
 		unsigned long c = slab_counters(list_entry(pos, struct slab, slab_list));
 		x += SLAB_OBJECTS(c) - SLAB_INUSE(c);
 	}
-	spin_unlock(&s->node.list_lock);
+	node_unlock(s, &s->node);
 	return x;
 }
 

@@ -377,7 +377,7 @@ static void *get_partial_node(struct kmem_cache *s, struct kmem_cache_cpu *c, in
 
 	if (!node_nr_partial(n))
 		return NULL;
-	spin_lock(&n->list_lock);
+	node_lock(s, n);
 	list_for_each_safe(pos, tmp, &n->partial) {
 		struct slab *sl = list_entry(pos, struct slab, slab_list);
 		void *t = acquire_slab(s, n, sl, object == NULL, &objects, cpu);
@@ -396,7 +396,7 @@ static void *get_partial_node(struct kmem_cache *s, struct kmem_cache_cpu *c, in
 		if (!kmem_cache_has_cpu_partial(s) || available > (int)s->cpu_partial / 2)
 			break;
 	}
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	return object;
 }
 
@@ -446,13 +446,13 @@ redo:
 			m = M_PARTIAL;
 			if (!lock) {
 				lock = true;
-				spin_lock(&n->list_lock);
+				node_lock(s, n);
 			}
 		} else {
 			m = M_FULL;
 			if (kmem_cache_debug(s) && !lock) {
 				lock = true;
-				spin_lock(&n->list_lock);
+				node_lock(s, n);
 			}
 		}
 		if (l != m) {
@@ -473,7 +473,7 @@ redo:
 			goto redo;
 	}
 	if (lock)
-		spin_unlock(&n->list_lock);
+		node_unlock(s, n);
 	if (m == M_FREE) {
 		stat_cpu(s, cpu, DEACTIVATE_EMPTY);
 		discard_slab(s, sl);
@@ -494,7 +494,7 @@ static void unfreeze_partials(struct kmem_cache *s, struct kmem_cache_cpu *c, in
 
 		c->partial = sl->next;
 		if (!locked) {
-			spin_lock(&n->list_lock);
+			node_lock(s, n);
 			locked = true;
 		}
 		do {
@@ -510,7 +510,7 @@ static void unfreeze_partials(struct kmem_cache *s, struct kmem_cache_cpu *c, in
 		}
 	}
 	if (locked)
-		spin_unlock(&n->list_lock);
+		node_unlock(s, n);
 	while (discard) {
 		sl = discard;
 		discard = discard->next;
@@ -612,9 +612,9 @@ static void slab_out_of_memory(struct kmem_cache *s, gfp_t gfp)
  * none take it for the count (stat_locked). */
 static void stat_locked(struct kmem_cache *s, int cpu, enum stat_item si)
 {
-	spin_lock(&s->node.list_lock);
+	node_lock(s, &s->node);
 	stat_cpu(s, cpu, si);
-	spin_unlock(&s->node.list_lock);
+	node_unlock(s, &s->node);
 }
 
 static __attribute__((always_inline)) inline
@@ -663,7 +663,7 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 		stat_locked(s, cpu, ALLOC_SLAB);
 		return NULL;   /* not expected on a new slab; it is left off every list */
 	}
-	spin_lock(&n->list_lock);
+	node_lock(s, n);
 	if (!counted)
 		stat_cpu(s, cpu, ALLOC_SLOWPATH);
 	stat_cpu(s, cpu, ALLOC_SLAB);
@@ -671,7 +671,7 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 		add_full(s, n, sl);
 	else
 		add_partial(n, sl, DEACTIVATE_TO_HEAD_MODE);
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	return object;
 }
 
@@ -705,7 +705,7 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 
 	if (!node_nr_partial(n))
 		return alloc_single_from_new_slab(s, gfp, addr, cpu, orig_size, false);
-	spin_lock(&n->list_lock);
+	node_lock(s, n);
 	stat_cpu(s, cpu, ALLOC_SLOWPATH);
 	if (likely(s->debug_init_only) && !list_empty(&n->partial)) {
 		/* the first partial slab: alloc_single_from_partial cannot fail here */
@@ -716,7 +716,7 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 	}
 	if (object)
 		stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	if (object)
 		return object;
 	return alloc_single_from_new_slab(s, gfp, addr, cpu, orig_size, true);
@@ -733,12 +733,12 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 	unsigned long c;
 	unsigned int inuse;
 
-	spin_lock(&n->list_lock);
+	node_lock(s, n);
 	stat_cpu(s, cpu, FREE_SLOWPATH);
 	if (s->debug_init_only && head == tail && cnt == 1) {
 		init_object(s, head, SLUB_RED_INACTIVE);   /* all free_debug_processing does here */
 	} else if (!free_debug_processing(s, sl, head, tail, cnt, addr, &unused)) {
-		spin_unlock(&n->list_lock);
+		node_unlock(s, n);
 		return;
 	}
 	prior = slab_freelist(sl);
@@ -758,7 +758,7 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 		add_partial(n, sl, DEACTIVATE_TO_TAIL_MODE);
 		stat_cpu(s, cpu, FREE_ADD_PARTIAL);
 	}
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	if (slab_free)
 		discard_slab(s, slab_free);
 }
@@ -983,7 +983,7 @@ void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, 
 	do {
 		if (n_locked) {
 			/* pre-2016: free_debug_processing returned with list_lock held */
-			spin_unlock(&n->list_lock);
+			node_unlock(s, n);
 			n_locked = false;
 		}
 		slab_snapshot(s, sl, &prior, &counters);
@@ -995,7 +995,7 @@ void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, 
 			if (kmem_cache_has_cpu_partial(s) && !prior) {
 				frozen = true;      /* goes to the per-CPU partial list */
 			} else {
-				spin_lock(&n->list_lock);
+				node_lock(s, n);
 				n_locked = true;
 			}
 		}
@@ -1018,7 +1018,7 @@ void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, 
 		add_partial(n, sl, DEACTIVATE_TO_TAIL_MODE);
 		stat_cpu(s, cpu, FREE_ADD_PARTIAL);
 	}
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	return;
 slab_empty:
 	if (prior) {
@@ -1027,7 +1027,7 @@ slab_empty:
 	} else {
 		remove_full(s, n, sl);
 	}
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	stat_cpu(s, cpu, FREE_SLAB);
 	discard_slab(s, sl);
 }
@@ -1398,13 +1398,13 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	s->kmalloc = is_kmalloc;
 	s->flags = kmem_cache_flags(k, size, flags | (is_kmalloc ? SLAB_KMALLOC : 0), name);
 	s->refcount = 1;
-	spin_lock_init(&s->node.list_lock);
+	odb_bspin_lock_init(k, &s->node.list_lock);
 	INIT_LIST_HEAD(&s->node.partial);
 	INIT_LIST_HEAD(&s->node.full);
 	if (calculate_sizes(s)) {
 		odb_err(k, ODB_EINVAL, "kmem_cache_create(%s): cannot lay out objects of size %u",
 			name, size);
-		spin_lock_destroy(&s->node.list_lock);
+		spin_lock_destroy(&s->node.list_lock.l);
 		free(s->name);
 		free(s->cpu_slab);
 		free(s);
@@ -1509,14 +1509,14 @@ static int kmem_cache_shutdown(struct kmem_cache *s)
 	int leaked = 0;
 
 	flush_all(s);
-	spin_lock(&n->list_lock);
+	node_lock(s, n);
 	list_for_each_safe(pos, tmp, &n->partial) {
 		struct slab *sl = list_entry(pos, struct slab, slab_list);
 		if (!SLAB_INUSE(sl->counters)) {
 			remove_partial(n, sl);
-			spin_unlock(&n->list_lock);
+			node_unlock(s, n);
 			discard_slab(s, sl);
-			spin_lock(&n->list_lock);
+			node_lock(s, n);
 		} else {
 			list_slab_objects(s, sl, "Objects remaining in %s on __kmem_cache_shutdown()");
 			leaked++;
@@ -1529,7 +1529,7 @@ static int kmem_cache_shutdown(struct kmem_cache *s)
 			leaked++;
 		}
 	}
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	return leaked || atomic_load(&n->nr_slabs) ? -1 : 0;
 }
 
@@ -1553,7 +1553,7 @@ static void free_all_slabs(struct kmem_cache *s)
 
 static void free_cache(struct kmem_cache *s)
 {
-	spin_lock_destroy(&s->node.list_lock);
+	spin_lock_destroy(&s->node.list_lock.l);
 	free(s->name);
 	free(s->cpu_slab);
 	free(s);

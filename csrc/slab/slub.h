@@ -62,7 +62,7 @@ struct kmem_cache_cpu {
 } __attribute__((aligned(64)));
 
 struct kmem_cache_node {
-	spinlock_t list_lock;
+	struct odb_bspinlock list_lock; /* a spinlock that may be biased to one thread (kernel.h) */
 	unsigned long nr_partial;
 	struct list_head partial;
 	struct list_head full;          /* only with SLAB_STORE_USER */
@@ -136,6 +136,10 @@ struct odb_slab_state {
 	enum slub_path path;
 	struct odb_rcu *rcu;                /* kvfree_rcu (rcu.c) */
 };
+
+/* spin_lock(&n->list_lock) / spin_unlock(): through its bias when it has one */
+#define node_lock(s, n)   odb_bspin_lock(&(n)->list_lock, odb_current_slot((s)->k))
+#define node_unlock(s, n) odb_bspin_unlock(&(n)->list_lock, odb_current_slot((s)->k))
 
 static inline struct odb_slab_state *slab_state(struct odb_kernel *k)
 {

@@ -811,7 +811,7 @@ int free_debug_processing(struct kmem_cache *s, struct slab *sl, void *head, voi
 
 	*locked = false;
 	if (!modern) {
-		spin_lock(&n->list_lock);
+		node_lock(s, n);
 		slab_lock(sl);
 	}
 	if (checks && !check_slab(s, sl))
@@ -850,7 +850,7 @@ out_ok:
 		*locked = true;
 		return 1;
 	}
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	return 1;
 out:
 	if (cnt != bulk_cnt)
@@ -858,7 +858,7 @@ out:
 			 bulk_cnt, cnt);
 	if (!modern) {
 		slab_unlock(sl);
-		spin_unlock(&n->list_lock);
+		node_unlock(s, n);
 	}
 	slab_fix(s, "Object at 0x%016llx not freed", V(s, object));
 	return ret;
@@ -898,7 +898,7 @@ long validate_slab_cache(struct kmem_cache *s)
 	struct list_head *pos;
 
 	flush_all(s);
-	spin_lock(&n->list_lock);
+	node_lock(s, n);
 	for (pos = n->partial.next; pos != &n->partial; pos = pos->next) {
 		validate_slab(s, list_entry(pos, struct slab, slab_list));
 		count++;
@@ -919,7 +919,7 @@ long validate_slab_cache(struct kmem_cache *s)
 			slab_add_kunit_errors(s->k);
 		}
 	}
-	spin_unlock(&n->list_lock);
+	node_unlock(s, n);
 	return t ? (long)(t->slab_errors - before) : 0;
 }
 

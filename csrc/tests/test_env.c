@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -264,6 +265,125 @@ static void test_irq_per_cpu(void)
 	odb_kernel_destroy(k);
 }
 
+/* ---- lock bias: mutual exclusion while biases are granted and revoked ---- *
+ * Threads share vCPU 0 and NR_BIAS_LOCKS bspinlocks and bump plain
+ * (non-atomic) counters inside, slowly: a lost update or a ThreadSanitizer
+ * report means a biased entry let two threads in.  Each thread runs bursts on
+ * one lock after another (each lock is biased at its second acquisition in a
+ * row at first: odebug.lock_bias=1), the others revoke. */
+#define NR_BIAS_LOCKS 32
+struct bias_arg {
+	odb_kernel *k;
+	struct odb_bspinlock *bl;     /* [NR_BIAS_LOCKS] */
+	long *irq_count, *lock_count; /* 1, [NR_BIAS_LOCKS] */
+	int bursts, burst;
+};
+
+/* a read-modify-write wide enough for another thread to slip in; a long
+ * one outlasts a revoker's membarrier(), which a short one does not */
+static void slow_bump(long *c, int spin)
+{
+	long v = *c;
+
+	for (volatile int j = 0; j < spin; j++)
+		;
+	*c = v + 1;
+}
+
+static void *bias_thread(void *p)
+{
+	struct bias_arg *a = p;
+	unsigned long f;
+
+	odb_bind_cpu(a->k, 0, NULL);
+	for (int b = 0; b < a->bursts; b++) {
+		struct odb_bspinlock *bl = &a->bl[b % NR_BIAS_LOCKS];
+
+		for (int i = 0; i < a->burst; i++) {
+			if (i % 8 == 0) {
+				local_irq_save(a->k, f);
+				slow_bump(a->irq_count, i % 32 ? 30 : 20000);
+				local_irq_restore(a->k, f);
+			}
+			odb_bspin_lock(bl, odb_current_slot(a->k));
+			slow_bump(&a->lock_count[b % NR_BIAS_LOCKS], i % 16 ? 30 : 20000);
+			odb_bspin_unlock(bl, odb_current_slot(a->k));
+		}
+	}
+	return NULL;
+}
+
+static void test_lock_bias(void)
+{
+	struct odb_lock_bias_info bi;
+	unsigned long f;
+
+	/* one thread: biased once, never revoked, and then takes no atomic op */
+	odb_kernel *k = boot("", ODB_CLOCK_VIRTUAL, 2, 8 << 20);
+	if (!k)
+		return;
+	odb_lock_bias_info(k, &bi);
+	CHECK(bi.threshold == 1024);
+	for (int i = 0; i < 3000; i++) {
+		local_irq_save(k, f);
+		local_irq_restore(k, f);
+	}
+	odb_lock_bias_info(k, &bi);
+	CHECK(bi.grants >= 1 && bi.revocations == 0);
+	CHECK(atomic_load(&k->cpus[0].irq_lock.bias.owner) == odb_current_slot(k));
+	local_irq_save(k, f);          /* biased: the base lock word stays free */
+	CHECK(atomic_load(&k->cpus[0].irq_lock.v) == 0);
+	local_irq_restore(k, f);
+	odb_kernel_destroy(k);
+
+	k = boot("odebug.lock_bias=off", ODB_CLOCK_VIRTUAL, 2, 8 << 20);
+	if (!k)
+		return;
+	for (int i = 0; i < 3000; i++) {
+		local_irq_save(k, f);
+		local_irq_restore(k, f);
+	}
+	odb_lock_bias_info(k, &bi);
+	CHECK(bi.threshold == 0 && bi.grants == 0);
+	odb_kernel_destroy(k);
+
+	/* four threads on one vCPU and shared locks, biases granted and revoked
+	 * (three rounds: a broken revocation shows in most single rounds) */
+	for (int round = 0; round < 3; round++) {
+		static struct odb_bspinlock bl[NR_BIAS_LOCKS];   /* test data, not core state */
+		static long counts[NR_BIAS_LOCKS];
+		long irq_count = 0, sum = 0;
+		struct bias_arg args[4];
+		pthread_t th[4];
+		const int bursts = 8 * NR_BIAS_LOCKS, burst = 100;
+
+		k = boot("odebug.lock_bias=1", ODB_CLOCK_VIRTUAL, 2, 8 << 20);
+		if (!k)
+			return;
+		for (int i = 0; i < NR_BIAS_LOCKS; i++) {
+			odb_bspin_lock_init(k, &bl[i]);
+			counts[i] = 0;
+		}
+		for (int i = 0; i < 4; i++) {
+			args[i] = (struct bias_arg){ k, bl, &irq_count, counts, bursts, burst };
+			pthread_create(&th[i], NULL, bias_thread, &args[i]);
+		}
+		for (int i = 0; i < 4; i++)
+			pthread_join(th[i], NULL);
+		for (int i = 0; i < NR_BIAS_LOCKS; i++)
+			sum += counts[i];
+		CHECK(sum == 4L * bursts * burst);
+		CHECK(irq_count == 4L * bursts * (burst / 8 + (burst % 8 != 0)));
+		odb_lock_bias_info(k, &bi);
+		CHECK(bi.grants >= NR_BIAS_LOCKS && bi.revocations >= NR_BIAS_LOCKS);
+		printf("lock bias stress: %llu grants, %llu revocations\n",
+		       (unsigned long long)bi.grants, (unsigned long long)bi.revocations);
+		for (int i = 0; i < NR_BIAS_LOCKS; i++)
+			spin_lock_destroy(&bl[i].l);
+		odb_kernel_destroy(k);
+	}
+}
+
 struct excl_arg { odb_kernel *k; atomic_int *stage; };
 
 static void *excl_other(void *p)
@@ -369,6 +489,7 @@ int main(void)
 	test_workqueue_real();
 	test_fault();
 	test_irq_per_cpu();
+	test_lock_bias();
 	test_depot_and_reports();
 	test_exclusive_binding();
 	test_many_kernels();

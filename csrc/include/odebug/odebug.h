@@ -121,6 +121,17 @@ ODB_API int odb_bind_cpu(odb_kernel *k, int cpu, int *old);
  * atomic operation.  Other threads acting on that vCPU (including visits of
  * every vCPU such as validate) wait until the owner unbinds (odb_bind_cpu). */
 ODB_API int odb_bind_cpu_exclusive(odb_kernel *k, int cpu);
+/* Lock bias (odebug.lock_bias=): a vCPU's irq lock or a cache's list_lock
+ * that one thread takes again and again becomes biased to it and costs no
+ * atomic operation until another thread revokes the bias (membarrier(2)).
+ * threshold: base acquisitions in a row that bias a lock at first (doubled
+ * per lock at each revocation); 0 = off (the option, or no membarrier).
+ * grants/revocations: counts since boot, over all of k's locks. */
+struct odb_lock_bias_info {
+	unsigned int threshold;
+	uint64_t grants, revocations;
+};
+ODB_API void odb_lock_bias_info(odb_kernel *k, struct odb_lock_bias_info *out);
 /* smp_processor_id() of the calling thread. */
 ODB_API int odb_current_cpu(odb_kernel *k);
 /* The calling thread's task id (pid) in k; assigned on first use from 1. */
