@@ -124,7 +124,9 @@ void odb_bias_revoke(struct odb_bias *b, unsigned int cls, void *lock)
 }
 
 /* The streak of base acquisitions by one slot: a new acquirer starts it; at
- * the threshold the lock is biased to the acquirer (not to no_slot). */
+ * the threshold the lock is biased to the acquirer if its slot is a real one
+ * (a slot of the kernel's table, whose tp names its thread; never a task's
+ * own_slot or no_slot). */
 void odb_bias_streak(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls)
 {
 	if (b->last != me) {
@@ -133,8 +135,7 @@ void odb_bias_streak(struct odb_bias *b, struct odb_task_slot *me, unsigned int 
 		return;
 	}
 	b->streak = 0;
-	if (b->threshold &&
-	    atomic_load_explicit(&me->held[cls], memory_order_relaxed) != ODB_BIAS_NEVER) {
+	if (b->threshold && atomic_load_explicit(&me->tp, memory_order_relaxed)) {   /* a real slot */
 		atomic_store_explicit(&b->owner, me, memory_order_relaxed);
 		atomic_fetch_add_explicit(&b->k->bias_grants, 1, memory_order_relaxed);
 	}
@@ -280,13 +281,14 @@ struct odb_task *odb_current_slow(struct odb_kernel *k)
 
 	if (t)
 		return task_cache(k, t);
-	t = calloc(1, sizeof(*t));
+	t = aligned_alloc(_Alignof(struct odb_task), sizeof(*t));
 	if (!t)
 		return NULL;
+	memset(t, 0, sizeof(*t));
 	t->k = k;
 	t->cpu = -1;
 	t->home_lock = &k->cpus[0].irq_lock;
-	t->slot = &k->no_slot;
+	t->slot = &t->own_slot;
 	t->irq_cpu = -1;
 	task_stack_bounds(t);
 	pthread_mutex_lock(&k->tasks_lock);

@@ -106,6 +106,17 @@ static inline void mutex_lock(struct mutex *m) { pthread_mutex_lock(&m->m); }
 static inline void mutex_unlock(struct mutex *m) { pthread_mutex_unlock(&m->m); }
 static inline bool mutex_trylock(struct mutex *m) { return pthread_mutex_trylock(&m->m) == 0; }
 
+enum { ODB_BIAS_IRQ, ODB_BIAS_NODE, ODB_BIAS_NR };
+#define ODB_BIAS_NEVER ((void *)1)
+#define ODB_BIAS_THRESHOLD 1024u
+#define ODB_BIAS_THRESHOLD_MAX (1u << 24)
+
+struct odb_task_slot {
+	_Atomic uintptr_t tp;         /* the owner's thread pointer, 0 = free */
+	_Atomic uintptr_t t;          /* its struct odb_task */
+	_Atomic(void *) held[ODB_BIAS_NR];   /* the biased lock of each class it is inside */
+} __attribute__((aligned(64)));      /* written by its thread only: a line of its own */
+
 /* ---- tasks ("current") --------------------------------------------------------- */
 #define TASK_COMM_LEN 16
 #define ODB_ERRMSG_LEN 256
@@ -117,7 +128,8 @@ struct odb_task {
 	int cpu;                      /* bound vCPU, -1 = unbound (acts on CPU 0) */
 	int home_cpu;                 /* max(cpu, 0) as bound by task_bind_cpu (the fast paths' vCPU) */
 	struct odb_fastlock *home_lock; /* &k->cpus[home_cpu].irq_lock */
-	struct odb_task_slot *slot;   /* its task slot (lock bias identity), else &k->no_slot */
+	struct odb_task_slot *slot;   /* its task slot (lock bias identity), else &own_slot */
+	_Atomic(void *) idle_note;    /* odb_irq_fast_try's note when it takes no lock (always NULL) */
 	int irq_cpu;                  /* vCPU whose irq lock this task holds */
 	unsigned int irq_depth;       /* local_irq_save nesting */
 	char comm[TASK_COMM_LEN];
@@ -129,6 +141,8 @@ struct odb_task {
 	unsigned int depth;           /* nesting of public API calls (callbacks) */
 	unsigned long slab_errors;    /* KUnit-rule error count made by this task */
 	bool exclusive;               /* holds its vCPU's irq lock while bound (odb_bind_cpu_exclusive) */
+	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
+	struct odb_task_slot own_slot;
 };
 
 /* The calling thread's task in k, created on first use (NULL only on OOM):
@@ -182,17 +196,6 @@ int odb_err(struct odb_kernel *k, int err, const char *fmt, ...) __printf(3, 4);
  * Release/acquire pairs order every hand-over (the owner's release of its note
  * to the revoker's acquire; the base lock the other way), which is what
  * ThreadSanitizer checks. */
-enum { ODB_BIAS_IRQ, ODB_BIAS_NODE, ODB_BIAS_NR };
-#define ODB_BIAS_NEVER ((void *)1)
-#define ODB_BIAS_THRESHOLD 1024u
-#define ODB_BIAS_THRESHOLD_MAX (1u << 24)
-
-struct odb_task_slot {
-	_Atomic uintptr_t tp;         /* the owner's thread pointer, 0 = free */
-	_Atomic uintptr_t t;          /* its struct odb_task */
-	_Atomic(void *) held[ODB_BIAS_NR];   /* the biased lock of each class it is inside */
-} __attribute__((aligned(64)));      /* written by its thread only: a line of its own */
-
 struct odb_bias {
 	_Atomic(struct odb_task_slot *) owner;   /* NULL: unbiased */
 	struct odb_kernel *k;         /* its counters */
@@ -203,6 +206,11 @@ struct odb_bias {
 struct odb_kernel;
 /* threshold from odebug.lock_bias= (0: never biased) */
 void odb_bias_init(struct odb_kernel *k, struct odb_bias *b);
+/* Between the owner's note and its read of the owner: a compiler barrier on
+ * these two words only (the store cannot sink below it, the load cannot rise
+ * above it), so nothing else is reloaded; the hardware's store-load
+ * reordering is the revoker's membarrier() to undo. */
+#define ODB_BIAS_BARRIER(note, owner) __asm__ volatile("" : "+m"(note), "+m"(owner))
 /* The biased entry: true = inside (leave with odb_bias_exit). */
 static inline bool odb_bias_enter(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls,
 				  void *lock)
@@ -211,11 +219,24 @@ static inline bool odb_bias_enter(struct odb_bias *b, struct odb_task_slot *me, 
 	 * is only ever read by a revoker waiting on it, who waits a moment more) */
 	if (likely(!atomic_load_explicit(&me->held[cls], memory_order_relaxed))) {
 		atomic_store_explicit(&me->held[cls], lock, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);   /* membarrier() on the other side */
+		ODB_BIAS_BARRIER(me->held[cls], b->owner);
 		if (likely(atomic_load_explicit(&b->owner, memory_order_acquire) == me))
 			return true;
 		atomic_store_explicit(&me->held[cls], NULL, memory_order_release);
 	}
+	return false;
+}
+/* The same for a caller that knows it is inside no lock of the class (an irq
+ * lock while its task's irq_depth is 0) and whose me is its own (a task's
+ * slot, never the shared no_slot): no nesting test, no look before the note. */
+static inline bool odb_bias_enter_first(struct odb_bias *b, struct odb_task_slot *me,
+					unsigned int cls, void *lock)
+{
+	atomic_store_explicit(&me->held[cls], lock, memory_order_relaxed);
+	ODB_BIAS_BARRIER(me->held[cls], b->owner);
+	if (likely(atomic_load_explicit(&b->owner, memory_order_acquire) == me))
+		return true;
+	atomic_store_explicit(&me->held[cls], NULL, memory_order_release);
 	return false;
 }
 static inline void odb_bias_exit(struct odb_task_slot *me, unsigned int cls)
@@ -648,7 +669,7 @@ static inline bool odb_irq_fast_save(const struct odb_task *t, struct odb_irq_fa
 	}
 	f->cpu = t->home_cpu;         /* smp_processor_id(): outside a visit, t->cpu as bound */
 	f->lock = t->home_lock;
-	if (likely(odb_bias_enter(&f->lock->bias, t->slot, ODB_BIAS_IRQ, f->lock))) {
+	if (likely(odb_bias_enter_first(&f->lock->bias, t->slot, ODB_BIAS_IRQ, f->lock))) {
 		f->held = &t->slot->held[ODB_BIAS_IRQ];
 		return true;
 	}
@@ -657,6 +678,27 @@ static inline bool odb_irq_fast_save(const struct odb_task *t, struct odb_irq_fa
 		return false;
 	odb_fastlock_lock_base(f->lock, t->slot);
 	return true;
+}
+/* The inline fast paths' variant: the section only through the bias or an
+ * outer irq-off section (false: the caller's slow path does the job), and
+ * then always a note to clear, so leaving is one store and no test. */
+static inline bool odb_irq_fast_try(struct odb_task *t, struct odb_irq_fast *f)
+{
+	if (unlikely(t->irq_depth)) {
+		f->cpu = t->irq_cpu;
+		f->held = &t->idle_note;
+		return true;
+	}
+	f->cpu = t->home_cpu;
+	if (likely(odb_bias_enter_first(&t->home_lock->bias, t->slot, ODB_BIAS_IRQ, t->home_lock))) {
+		f->held = &t->slot->held[ODB_BIAS_IRQ];
+		return true;
+	}
+	return false;
+}
+static inline void odb_irq_fast_untry(const struct odb_irq_fast *f)
+{
+	atomic_store_explicit(f->held, NULL, memory_order_release);
 }
 static inline void odb_irq_fast_restore(const struct odb_irq_fast *f)
 {

@@ -7,13 +7,36 @@
 
 #include "slab/slub.h"
 
+/* The timed loop, the same for both allocators: batches of `batch` objects
+ * allocated, then freed last-first; the empty asm keeps the compiler from
+ * eliding a malloc/free pair.  Leaves with *ok false when an allocation
+ * failed (after freeing what the batch holds). */
+#define BENCH_LOOP(ALLOC, FREE, live, n, batch, ok)					\
+	do {										\
+		for (uint64_t done_ = 0; done_ < (n) && (ok); done_ += (batch)) {	\
+			unsigned int b_ = (unsigned int)((n) - done_ < (batch) ? (n) - done_ : (batch)), i_; \
+			for (i_ = 0; i_ < b_; i_++) {					\
+				void *p_ = (ALLOC);					\
+				__asm__ volatile("" : : "r"(p_) : "memory");		\
+				if (unlikely(!p_)) {					\
+					(ok) = false;					\
+					break;						\
+				}							\
+				(live)[i_] = p_;					\
+			}								\
+			while (i_--)							\
+				FREE((live)[i_]);					\
+		}									\
+	} while (0)
+
 int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int batch,
 			 bool exclusive, uint64_t *elapsed_ns)
 {
 	struct odb_task *t = odb_enter(k);
 	void **live;
-	uint64_t t0, done = 0;
+	uint64_t t0;
 	int ret = ODB_OK, old_cpu = -1;
+	bool ok = true;
 
 	if (!t)
 		return odb_enter_failed(k);
@@ -32,23 +55,12 @@ int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int b
 		}
 	}
 	t0 = odb_host_ns();
-	while (done < n) {
-		unsigned int b = (unsigned int)(n - done < batch ? n - done : batch), i;
-
-		for (i = 0; i < b; i++) {
-			live[i] = kmem_cache_alloc(k, s, GFP_KERNEL);
-			if (!live[i])
-				break;
-		}
-		if (i < b)
-			ret = odb_err(k, ODB_ENOMEM, "bench: allocation failed");
-		while (i--)
-			kmem_cache_free(k, s, live[i]);
-		if (ret)
-			break;
-		done += b;
-	}
+#define SLAB_FREE(x) kmem_cache_free(k, s, (x))
+	BENCH_LOOP(kmem_cache_alloc(k, s, GFP_KERNEL), SLAB_FREE, live, n, batch, ok);
+#undef SLAB_FREE
 	*elapsed_ns = odb_host_ns() - t0;
+	if (!ok)
+		ret = odb_err(k, ODB_ENOMEM, "bench: allocation failed");
 	if (exclusive)
 		task_bind_cpu(k, t, old_cpu, NULL);   /* drop the exclusive hold */
 	free(live);
@@ -58,7 +70,8 @@ int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int b
 int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, uint64_t *elapsed_ns)
 {
 	void **live;
-	uint64_t t0, done = 0;
+	uint64_t t0;
+	bool ok = true;
 
 	*elapsed_ns = 0;
 	if (!batch || batch > 4096)
@@ -67,20 +80,8 @@ int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, uint64_t
 	if (!live)
 		return ODB_ENOMEM;
 	t0 = odb_host_ns();
-	while (done < n) {
-		unsigned int b = (unsigned int)(n - done < batch ? n - done : batch), i;
-
-		for (i = 0; i < b; i++) {
-			live[i] = malloc(size);
-			if (!live[i])
-				break;
-			__asm__ volatile("" : : "r"(live[i]) : "memory");   /* keep the pair */
-		}
-		while (i--)
-			free(live[i]);
-		done += b;
-	}
+	BENCH_LOOP(malloc(size), free, live, n, batch, ok);
 	*elapsed_ns = odb_host_ns() - t0;
 	free(live);
-	return ODB_OK;
+	return ok ? ODB_OK : ODB_ENOMEM;
 }

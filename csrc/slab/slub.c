@@ -696,17 +696,19 @@ void *get_partial_node_debug(struct kmem_cache *s, struct kmem_cache_node *n, un
 /* ___slab_alloc's debug branch: get_partial_node with alloc_single_from_partial
  * on each partial slab in turn, else a new slab. */
 static __attribute__((always_inline)) inline
-void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
+void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, struct odb_task *t,
 			 unsigned int orig_size)
 {
 	struct kmem_cache_node *n = &s->node;
+	int cpu = smp_processor_id_task(t);
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 	void *object = NULL;
 	struct slab *sl;
 
 	if (!node_nr_partial(n))
 		return alloc_single_from_new_slab(s, gfp, addr, cpu, orig_size, false);
-	node_lock(s, n);
-	stat_cpu(s, cpu, ALLOC_SLOWPATH);
+	odb_bspin_lock(&n->list_lock, t->slot);
+	stat_c(c, ALLOC_SLOWPATH);
 	if (likely(s->debug_init_only) && !list_empty(&n->partial)) {
 		/* the first partial slab: alloc_single_from_partial cannot fail here */
 		sl = list_entry(n->partial.next, struct slab, slab_list);
@@ -715,8 +717,8 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 		object = get_partial_node_debug(s, n, addr, orig_size);
 	}
 	if (object)
-		stat_cpu(s, cpu, ALLOC_FROM_PARTIAL);
-	node_unlock(s, n);
+		stat_c(c, ALLOC_FROM_PARTIAL);
+	odb_bspin_unlock(&n->list_lock, t->slot);
 	if (object)
 		return object;
 	return alloc_single_from_new_slab(s, gfp, addr, cpu, orig_size, true);
@@ -724,21 +726,22 @@ void *alloc_debug_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, in
 
 static __attribute__((always_inline)) inline
 void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
-			  int cnt, unsigned long addr, int cpu)
+			  int cnt, unsigned long addr, struct odb_task *t)
 {
 	struct kmem_cache_node *n = &s->node;
+	struct kmem_cache_cpu *cc = &s->cpu_slab[smp_processor_id_task(t)];
 	struct slab *slab_free = NULL;
 	bool unused;
 	void *prior;
 	unsigned long c;
 	unsigned int inuse;
 
-	node_lock(s, n);
-	stat_cpu(s, cpu, FREE_SLOWPATH);
+	odb_bspin_lock(&n->list_lock, t->slot);
+	stat_c(cc, FREE_SLOWPATH);
 	if (s->debug_init_only && head == tail && cnt == 1) {
 		init_object(s, head, SLUB_RED_INACTIVE);   /* all free_debug_processing does here */
 	} else if (!free_debug_processing(s, sl, head, tail, cnt, addr, &unused)) {
-		node_unlock(s, n);
+		odb_bspin_unlock(&n->list_lock, t->slot);
 		return;
 	}
 	prior = slab_freelist(sl);
@@ -752,13 +755,13 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 		else
 			remove_full(s, n, sl);
 		slab_free = sl;
-		stat_cpu(s, cpu, FREE_SLAB);
+		stat_c(cc, FREE_SLAB);
 	} else if (!prior) {
 		remove_full(s, n, sl);
 		add_partial(n, sl, DEACTIVATE_TO_TAIL_MODE);
-		stat_cpu(s, cpu, FREE_ADD_PARTIAL);
+		stat_c(cc, FREE_ADD_PARTIAL);
 	}
-	node_unlock(s, n);
+	odb_bspin_unlock(&n->list_lock, t->slot);
 	if (slab_free)
 		discard_slab(s, slab_free);
 }
@@ -844,7 +847,7 @@ void *slab_alloc_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, uns
 	t = odb_current(s->k);
 	if (unlikely(!t))
 		return NULL;
-	object = alloc_debug_modern(s, gfp, addr, smp_processor_id_task(t), orig_size);
+	object = alloc_debug_modern(s, gfp, addr, t, orig_size);
 	if (unlikely(gfp & __GFP_ZERO) && object)
 		memset(object, 0, slub_debug_orig_size(s) ? orig_size : s->object_size);
 	return s->kasan ? kasan_slab_alloc(s, object, gfp) : object;
@@ -901,7 +904,7 @@ bool slab_fast_irq_save(struct odb_kernel *k, struct odb_irq_fast *f)
 {
 	struct odb_task *t;
 
-	return odb_current_fast(k, &t) && odb_irq_fast_save(t, f, false);
+	return odb_current_fast(k, &t) && odb_irq_fast_try(t, f);
 }
 
 /*
@@ -926,13 +929,13 @@ bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
 	c = &s->cpu_slab[f.cpu];
 	object = c->freelist;
 	if (unlikely(!object)) {
-		odb_irq_fast_restore(&f);
+		odb_irq_fast_untry(&f);
 		return false;
 	}
 	c->freelist = get_freepointer(s, object);
 	c->tid++;
-	stat_cpu(s, f.cpu, ALLOC_FASTPATH);
-	odb_irq_fast_restore(&f);
+	stat_c(c, ALLOC_FASTPATH);
+	odb_irq_fast_untry(&f);
 	*ret = object;
 	return true;
 }
@@ -1047,7 +1050,7 @@ void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void
 		return;   /* no task memory: the object stays allocated (leaks, nothing breaks) */
 	if (s->modern_debug) {
 		/* never a cpu slab: __slab_free -> free_to_partial_list, irqs on */
-		free_to_partial_list(s, sl, head, tail, cnt, addr, smp_processor_id_task(t));
+		free_to_partial_list(s, sl, head, tail, cnt, addr, t);
 		return;
 	}
 	odb_irq_fast_save(t, &f, true);
@@ -1075,7 +1078,7 @@ void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
  * the object in its quarantine, or reported a double free). */
 static inline bool slab_free_hook(struct kmem_cache *s, void *x, unsigned long addr)
 {
-	if (!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(s->k))
+	if (s->check_obj_freed && debug_objects_enabled_fast(s->k))
 		debug_check_no_obj_freed(s->k, x, s->object_size);
 	return !(s->kasan && kasan_slab_free(s, x, addr));
 }
@@ -1159,20 +1162,20 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 	}
 	if (unlikely(!check_valid_pointer(s, sl, x)))
 		goto slow;
-	if (unlikely(!(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(k)))
-		goto slow;
+	if (unlikely(!s->fastfree))
+		goto slow;   /* debug_check_no_obj_freed */
 	if (unlikely(!slab_fast_irq_save(k, &f)))
 		goto slow;
 	c = &s->cpu_slab[f.cpu];
 	if (unlikely(sl != c->slab)) {
-		odb_irq_fast_restore(&f);
+		odb_irq_fast_untry(&f);
 		goto slow;
 	}
 	set_freepointer(s, x, c->freelist);
 	c->freelist = x;
 	c->tid++;
-	stat_cpu(s, f.cpu, FREE_FASTPATH);
-	odb_irq_fast_restore(&f);
+	stat_c(c, FREE_FASTPATH);
+	odb_irq_fast_untry(&f);
 	return;
 slow:
 	slab_free_slow(k, s, sl, x, fn, addr);
@@ -1420,6 +1423,10 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	 * fixed at boot, before the first cache): slab_alloc and kmem_cache_free
 	 * may take their inline fast paths. */
 	s->fastpath = !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE)) && !kasan_enabled(k);
+	/* debug objects are set up before the first cache and are never turned
+	 * on later (only off, after which the slow path's gate skips the check) */
+	s->check_obj_freed = !(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(k);
+	s->fastfree = s->fastpath && !s->check_obj_freed;
 	s->kasan = kasan_enabled(k);
 	s->modern_debug = kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_MODERN;
 	/* 2016 on: consistency checks only with F; before: with any debug flag */

@@ -101,6 +101,8 @@ struct kmem_cache {
 	bool destroyed;
 	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
 	bool fastpath;                      /* no debug flag, T or KASAN: the inline fast paths run */
+	bool fastfree;                      /* fastpath, and no debug_check_no_obj_freed on free */
+	bool check_obj_freed;               /* debug_check_no_obj_freed on free (while debug objects are on) */
 	bool kasan;                         /* kasan_enabled() (fixed at boot), read on every slow path */
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
@@ -184,11 +186,23 @@ static inline unsigned int size_from_object(const struct kmem_cache *s)
 {
 	return (s->flags & SLAB_RED_ZONE) ? s->size - s->red_left_pad : s->size;
 }
-/* stat(): a per-vCPU counter, updated under that vCPU's irq lock. */
+/* stat(): a per-vCPU counter, updated under that vCPU's irq lock (or, on the
+ * modern debug flows, list_lock) and read without it.  One writer at a time:
+ * a relaxed load and store, which on x86-64 is one add to memory (the
+ * compilers do not fuse the atomic pair; the asm does, and a reader sees the
+ * old or the new count, as with the pair).  Sanitizer builds keep the pair. */
+static inline void stat_c(struct kmem_cache_cpu *c, enum stat_item si)
+{
+	unsigned long *p = &c->stat[si];
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+	__asm__("addq $1, %0" : "+m"(*p));
+#else
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+#endif
+}
 static inline void stat_cpu(struct kmem_cache *s, int cpu, enum stat_item si)
 {
-	unsigned long *p = &s->cpu_slab[cpu].stat[si];
-	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	stat_c(&s->cpu_slab[cpu], si);
 }
 
 /* Slab freelist/counters reads outside the slab lock. */
