@@ -301,3 +301,22 @@ def test_threads_sharing_a_vcpu_revoke_biases_and_lose_nothing(cmd):
     assert s.validate() == 0 and k.reports == []
     s.destroy()                     # "Objects remaining" if one was lost
     assert k.reports == []
+
+
+@pytest.mark.parametrize("path", ["relaxed", "modern"])
+def test_poison_pattern_at_every_small_size(path):
+    """init_object's poison (inline 16-byte stores up to 64 bytes, memset beyond):
+    POISON_FREE up to the last byte, POISON_END there, nothing past the object
+    touched, on alloc and on free."""
+    k = K(f"odebug.slub_path={path}")
+    for size in list(range(1, 70)) + [95, 96, 127, 128, 200]:
+        s = k.kmem_cache_create(f"poison{size}", size, flags="P")
+        want = b"\x6b" * (size - 1) + b"\xa5"
+        p = s.alloc()
+        assert k.read(p, size) == want, size
+        k.write(p, b"\x11" * size)
+        s.free(p)
+        assert k.read(p, size) == want, size
+        assert s.validate() == 0, size
+        s.destroy()
+    assert k.reports == []
