@@ -523,9 +523,10 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	if (cfg->clock != ODB_CLOCK_VIRTUAL && cfg->clock != ODB_CLOCK_REAL)
 		return cfg_err(errbuf, errlen, ODB_EINVAL, "clock: must be 'virtual' or 'real'");
 
-	k = calloc(1, sizeof(*k));
+	k = aligned_alloc(_Alignof(struct odb_kernel), sizeof(*k));   /* task slots: 64-byte lines */
 	if (!k)
 		return cfg_err(errbuf, errlen, ODB_ENOMEM, "out of memory");
+	memset(k, 0, sizeof(*k));
 	k->nr_cpu_ids = cfg->cpus;
 	k->config_nr_cpus = cfg->nr_cpus ? cfg->nr_cpus : ODB_MAX_CPUS;
 	if (k->config_nr_cpus < k->nr_cpu_ids)

@@ -512,6 +512,8 @@ struct odb_log {
 
 #define ODB_TASK_SLOT_BITS 8
 struct odb_kernel {
+	/* first, so that odb_current_fast indexes k itself */
+	struct odb_task_slot task_slots[1u << ODB_TASK_SLOT_BITS];
 	/* configuration */
 	unsigned int nr_cpu_ids;          /* online vCPUs */
 	unsigned int config_nr_cpus;      /* CONFIG_NR_CPUS */
@@ -525,7 +527,6 @@ struct odb_kernel {
 
 	/* tasks */
 	pthread_key_t task_key;
-	struct odb_task_slot task_slots[1u << ODB_TASK_SLOT_BITS];   /* odb_current_fast */
 	struct odb_task_slot no_slot;     /* the slot of slotless tasks: never biased */
 	unsigned int lock_bias;           /* first bias threshold (odebug.lock_bias=), 0 = off */
 	_Atomic uint64_t bias_grants, bias_revocations;
@@ -595,7 +596,9 @@ struct odb_kernel {
  * (odb_current_slow) every time; nothing is lost, it is only slower. */
 static inline unsigned int odb_task_slot_of(uintptr_t tp)
 {
-	return (unsigned int)((tp * 0x9e3779b97f4a7c15ULL) >> (64 - ODB_TASK_SLOT_BITS));
+	/* multiplicative hash of the low 32 bits, where thread control blocks
+	 * differ (stacks megabytes apart): one imul with an immediate */
+	return (uint32_t)((uint32_t)tp * 0x9e3779b9u) >> (32 - ODB_TASK_SLOT_BITS);
 }
 /* The calling thread's task if its slot knows it (no side effect); a slot
  * that names the thread always holds its task, so a hit needs no NULL test. */
@@ -690,8 +693,9 @@ static inline bool odb_irq_fast_try(struct odb_task *t, struct odb_irq_fast *f)
 		return true;
 	}
 	f->cpu = t->home_cpu;
-	if (likely(odb_bias_enter_first(&t->home_lock->bias, t->slot, ODB_BIAS_IRQ, t->home_lock))) {
-		f->held = &t->slot->held[ODB_BIAS_IRQ];
+	struct odb_task_slot *me = t->slot;
+	if (likely(odb_bias_enter_first(&t->home_lock->bias, me, ODB_BIAS_IRQ, t->home_lock))) {
+		f->held = &me->held[ODB_BIAS_IRQ];
 		return true;
 	}
 	return false;

@@ -175,11 +175,13 @@ static inline void *get_freepointer(const struct kmem_cache *s, void *object)
 {
 	odb_addr_t v;
 	memcpy(&v, (char *)object + s->offset, sizeof(v));
-	return v ? (void *)(s->fp_bias + (uintptr_t)v) : NULL;
+	uintptr_t p = s->fp_bias + (uintptr_t)v;
+
+	return (void *)(v ? p : 0);   /* a cmov rather than a branch */
 }
 static inline void set_freepointer(const struct kmem_cache *s, void *object, void *fp)
 {
-	odb_addr_t v = fp ? (odb_addr_t)((uintptr_t)fp - s->fp_bias) : 0;
+	odb_addr_t e = (odb_addr_t)((uintptr_t)fp - s->fp_bias), v = fp ? e : 0;
 	memcpy((char *)object + s->offset, &v, sizeof(v));
 }
 static inline unsigned int size_from_object(const struct kmem_cache *s)
