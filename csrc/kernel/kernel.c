@@ -397,9 +397,7 @@ int task_bind_cpu(struct odb_kernel *k, struct odb_task *t, int cpu, int *old)
 		return odb_err(k, ODB_EBUSY, "cannot migrate with interrupts disabled");
 	if (old)
 		*old = t->cpu;
-	t->cpu = cpu;
-	t->home_cpu = cpu < 0 ? 0 : cpu;
-	t->home_lock = &k->cpus[t->home_cpu].irq_lock;
+	task_set_cpu(k, t, cpu);
 	return ODB_OK;
 }
 

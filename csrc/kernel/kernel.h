@@ -126,7 +126,7 @@ struct odb_task {
 	struct odb_kernel *k;
 	int pid;
 	int cpu;                      /* bound vCPU, -1 = unbound (acts on CPU 0) */
-	int home_cpu;                 /* max(cpu, 0) as bound by task_bind_cpu (the fast paths' vCPU) */
+	int home_cpu;                 /* max(cpu, 0): smp_processor_id(), the fast paths' vCPU */
 	struct odb_fastlock *home_lock; /* &k->cpus[home_cpu].irq_lock */
 	struct odb_task_slot *slot;   /* its task slot (lock bias identity), else &own_slot */
 	_Atomic(void *) idle_note;    /* odb_irq_fast_try's note when it takes no lock (always NULL) */
@@ -151,7 +151,7 @@ struct odb_task {
 static inline struct odb_task *odb_current(struct odb_kernel *k);
 struct odb_task *odb_current_slow(struct odb_kernel *k);
 static inline int smp_processor_id_task(const struct odb_task *t)
-{ return t->cpu < 0 ? 0 : t->cpu; }
+{ return t->home_cpu; }   /* max(t->cpu, 0), kept by task_set_cpu */
 int smp_processor_id(struct odb_kernel *k);
 /* Rebind a task (cpu -1: unbound); exclusive: own the vCPU (its irq lock held). */
 int task_bind_cpu(struct odb_kernel *k, struct odb_task *t, int cpu, int *old);
@@ -619,6 +619,15 @@ static inline struct odb_task *odb_current(struct odb_kernel *k)
 	return likely(odb_current_fast(k, &t)) ? t : odb_current_slow(k);
 }
 
+/* Where the task runs: its binding (cpu -1: unbound, acts on CPU 0), a
+ * visit's vCPU, a work item's vCPU; home_cpu and home_lock follow. */
+static inline void task_set_cpu(struct odb_kernel *k, struct odb_task *t, int cpu)
+{
+	t->cpu = cpu;
+	t->home_cpu = cpu < 0 ? 0 : cpu;
+	t->home_lock = &k->cpus[t->home_cpu].irq_lock;
+}
+
 /* The calling thread's lock-bias identity (kernel.h's biased locks). */
 static inline struct odb_task_slot *odb_current_slot(struct odb_kernel *k)
 {
@@ -670,7 +679,7 @@ static inline bool odb_irq_fast_save(const struct odb_task *t, struct odb_irq_fa
 		f->cpu = t->irq_cpu;
 		return true;
 	}
-	f->cpu = t->home_cpu;         /* smp_processor_id(): outside a visit, t->cpu as bound */
+	f->cpu = t->home_cpu;         /* smp_processor_id() */
 	f->lock = t->home_lock;
 	if (likely(odb_bias_enter_first(&f->lock->bias, t->slot, ODB_BIAS_IRQ, f->lock))) {
 		f->held = &t->slot->held[ODB_BIAS_IRQ];
@@ -749,7 +758,7 @@ static inline void odb_cpu_lock(struct odb_kernel *k, unsigned int cpu, struct o
 		v->cpu = t->cpu;
 		v->irq_cpu = t->irq_cpu;
 		v->irq_depth = t->irq_depth;
-		t->cpu = (int)cpu;
+		task_set_cpu(k, t, (int)cpu);
 		t->irq_cpu = (int)cpu;
 		t->irq_depth = 1;
 	}
@@ -759,7 +768,7 @@ static inline void odb_cpu_unlock(struct odb_kernel *k, unsigned int cpu, struct
 	struct odb_task *t = v->t;
 
 	if (t) {
-		t->cpu = v->cpu;
+		task_set_cpu(k, t, v->cpu);
 		t->irq_cpu = v->irq_cpu;
 		t->irq_depth = v->irq_depth;
 	}

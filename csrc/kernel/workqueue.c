@@ -96,13 +96,13 @@ static void run_work_locked(struct odb_kernel *k, struct odb_work *w)
 	w->runner = t;
 	pthread_mutex_unlock(&k->wq_lock);
 	if (t) {
-		t->cpu = cpu;
+		task_set_cpu(k, t, cpu);
 		t->in_work++;
 	}
 	fn(k, arg);
 	if (t) {
 		t->in_work--;
-		t->cpu = saved_cpu;
+		task_set_cpu(k, t, saved_cpu);
 	}
 	pthread_mutex_lock(&k->wq_lock);
 	w->running = false;

@@ -1432,6 +1432,8 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	/* 2016 on: consistency checks only with F; before: with any debug flag */
 	s->debug_checks = (s->flags & SLAB_CONSISTENCY_CHECKS) ||
 			  (kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_LOCKED);
+	s->init_poison_only = (s->flags & __OBJECT_POISON) && !(s->flags & SLAB_RED_ZONE) &&
+			      !slub_debug_orig_size(s);
 	s->debug_init_only = s->modern_debug && !s->debug_checks &&
 			     !(s->flags & (SLAB_STORE_USER | SLAB_TRACE));
 	mutex_lock(&slab_state(k)->slab_mutex);

@@ -106,6 +106,7 @@ struct kmem_cache {
 	bool kasan;                         /* kasan_enabled() (fixed at boot), read on every slow path */
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
+	bool init_poison_only;              /* init_object = the poison alone (P without Z, no orig_size) */
 	bool debug_init_only;               /* modern flows, no checks, no U, no T: debug processing = init_object */
 	/* KASAN (generic) metadata offsets, set by kasan_cache_create */
 	int kasan_alloc_meta_offset;
@@ -322,6 +323,11 @@ static inline void init_object(struct kmem_cache *s, void *object, uint8_t val)
 	uint8_t *p = object;
 	unsigned int poison_size = s->object_size;
 
+	if (likely(s->init_poison_only)) {
+		poison_fill(p, poison_size);
+		p[poison_size - 1] = POISON_END;
+		return;
+	}
 	if (s->flags & SLAB_RED_ZONE)
 		memset(p - s->red_left_pad, val, s->red_left_pad);
 	if (slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE)
