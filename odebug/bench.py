@@ -87,9 +87,12 @@ def format_table(res: Dict[str, object]) -> str:
 
 
 def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
-               flags=("-", "P", "FZPU"), paths=("relaxed", "locked", "modern")) -> Dict[str, object]:
+               flags=("-", "P", "FZPU"), paths=("relaxed", "locked", "modern"),
+               bias_off=(("relaxed", "-"), ("modern", "P"))) -> Dict[str, object]:
     """ns per alloc+free pair on a ``size``-byte cache for each (path, flags), and
-    glibc malloc/free of the same size, interleaved round by round.
+    glibc malloc/free of the same size, interleaved round by round.  The
+    (path, flags) pairs in ``bias_off`` run a second time on a kernel booted with
+    ``odebug.lock_bias=off`` (rows ``bias_off``, ``vs_biased`` = off / on).
 
     Every ratio is paired: computed within each round (the configurations of one
     round run back to back, so a noisy neighbour on a shared machine hits them
@@ -107,7 +110,17 @@ def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
         if fl == "-" or (path == "modern" and fl == "P"):
             return n
         return max(n // 20, 1000)
+    # the same configurations with odebug.lock_bias=off: every irq lock and
+    # list_lock acquisition one atomic operation, as before the lock bias
+    unbiased = {}
+    for key in bias_off:
+        if key in kernels:
+            path, fl = key
+            k = Kernel(f"kasan=off no_debug_objects odebug.slub_path={path} slub_debug={fl},bench "
+                       "odebug.lock_bias=off", ram="256M", cpus=2)
+            unbiased[key] = (k, k.kmem_cache_create("bench", size))
     samples: Dict[object, List[float]] = {key: [] for key in kernels}
+    samples.update({("off",) + key: [] for key in unbiased})
     samples["glibc"] = []
     samples["exclusive"] = []
     for _ in range(rounds):
@@ -115,9 +128,12 @@ def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
         for (path, fl), (k, c) in kernels.items():
             m = count(path, fl)
             samples[(path, fl)].append(c._c.bench_pairs(m) / m)
+        for (path, fl), (k, c) in unbiased.items():
+            m = count(path, fl)
+            samples[("off", path, fl)].append(c._c.bench_pairs(m) / m)
         k, c = kernels[(paths[0], flags[0])]
         samples["exclusive"].append(c._c.bench_pairs(n, 1, True) / n)
-    for k, _c in kernels.values():
+    for k, _c in list(kernels.values()) + list(unbiased.values()):
         k.close()
     med = {key: statistics.median(v) for key, v in samples.items()}
 
@@ -129,7 +145,12 @@ def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
         rows.append(dict(path=path, flags=fl, ns_per_pair=med[(path, fl)],
                          vs_glibc=paired((path, fl), "glibc"),
                          vs_nodebug=paired((path, fl), (path, "-")) if (path, "-") in med else None))
+    off_rows = [dict(path=path, flags=fl, ns_per_pair=med[("off", path, fl)],
+                     vs_glibc=paired(("off", path, fl), "glibc"),
+                     vs_biased=paired(("off", path, fl), (path, fl)))
+                for (path, fl) in unbiased]
     out: Dict[str, object] = dict(glibc_ns_per_pair=g, size=size, pairs=n, rounds=rounds, rows=rows,
+                                  bias_off=off_rows,
                                   exclusive_ns_per_pair=med["exclusive"],
                                   exclusive_vs_glibc=paired("exclusive", "glibc"))
     if ("relaxed", "P") in med and ("locked", "P") in med:
@@ -145,6 +166,10 @@ def format_slab_table(res: Dict[str, object]) -> str:
     for r in res["rows"]:
         nd = f"{r['vs_nodebug']:.2f}" if r["vs_nodebug"] else "-"
         lines.append(f"{r['path']:9}{r['flags']:>11}{r['ns_per_pair']:>10.1f}{r['vs_glibc']:>9.2f}{nd:>12}")
+    for r in res.get("bias_off", []):
+        lines.append(f"{r['path']:9}{r['flags'] + ' (unb.)':>11}{r['ns_per_pair']:>10.1f}"
+                     f"{r['vs_glibc']:>9.2f}{'':>12}   (odebug.lock_bias=off: "
+                     f"{r['vs_biased']:.2f}x the biased locks)")
     lines.append(f"{'relaxed':9}{'- (excl.)':>11}{res['exclusive_ns_per_pair']:>10.1f}"
                  f"{res['exclusive_vs_glibc']:>9.2f}{'':>12}   (the loop owns its vCPU: no lock)")
     if "P_locked_over_relaxed" in res:

@@ -230,8 +230,12 @@ def test_bench_slab_reports_paired_ratios():
         if fl == "-":
             assert r["vs_nodebug"] == 1.0
     assert res["exclusive_ns_per_pair"] > 0 and res["glibc_ns_per_pair"] > 0
+    off = {(r["path"], r["flags"]): r for r in res["bias_off"]}
+    assert set(off) == {("relaxed", "-"), ("modern", "P")}
+    assert all(r["ns_per_pair"] > 0 and r["vs_biased"] > 0 for r in off.values())
     text = bench.format_slab_table(res)
     assert "ratios paired within each round" in text and "(excl.)" in text
+    assert "odebug.lock_bias=off" in text
 
 
 # ---- lock bias (odebug.lock_bias=): the vCPU irq lock and list_lock ------------------------

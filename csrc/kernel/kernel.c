@@ -50,7 +50,7 @@ void odb_fastlock_wait(struct odb_fastlock *l)
 {
 	for (unsigned int i = 0;; i++) {
 		if (!atomic_load_explicit(&l->v, memory_order_relaxed) &&
-		    !atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+		    !atomic_exchange_explicit(&l->v, ODB_LOCKED, memory_order_acquire))
 			return;
 		if (i < 64)
 			__builtin_ia32_pause();
@@ -61,7 +61,7 @@ void odb_fastlock_wait(struct odb_fastlock *l)
 
 void odb_fastlock_lock_base(struct odb_fastlock *l, struct odb_task_slot *me)
 {
-	if (atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+	if (atomic_exchange_explicit(&l->v, ODB_LOCKED, memory_order_acquire))
 		odb_fastlock_wait(l);
 	odb_bias_acquired(&l->bias, me, ODB_BIAS_IRQ, l);
 }
@@ -100,6 +100,7 @@ void odb_bias_init(struct odb_kernel *k, struct odb_bias *b)
 	b->last = NULL;
 	b->streak = 0;
 	b->threshold = k->lock_bias;
+	b->off = !k->lock_bias;
 }
 
 /* The base lock is held and the lock is biased to another slot: take the bias
@@ -553,7 +554,7 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 		atomic_init(&k->no_slot.held[i], ODB_BIAS_NEVER);
 	k->lock_bias = ODB_BIAS_THRESHOLD;   /* odebug.lock_bias=; the vCPU locks' thresholds after the command line */
 	for (i = 0; i < k->nr_cpu_ids; i++) {
-		atomic_init(&k->cpus[i].irq_lock.v, 0);
+		atomic_init(&k->cpus[i].irq_lock.v, NULL);
 		odb_bias_init(k, &k->cpus[i].irq_lock.bias);
 	}
 	odb_fault_init(k);

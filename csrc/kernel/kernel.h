@@ -201,6 +201,7 @@ struct odb_bias {
 	struct odb_kernel *k;         /* its counters */
 	struct odb_task_slot *last;   /* last, streak, threshold: under the base lock */
 	unsigned int streak, threshold;
+	bool off;                     /* never biased (odebug.lock_bias=off): fixed at init */
 };
 
 struct odb_kernel;
@@ -261,6 +262,8 @@ static inline void odb_bias_acquired(struct odb_bias *b, struct odb_task_slot *m
 		odb_bias_revoke(b, cls, lock);
 	else if (o)
 		return;   /* biased to me already (a nested entry, an exclusive binding) */
+	if (b->off)
+		return;
 	if (likely(b->last == me) && b->streak + 1 < b->threshold)
 		b->streak++;
 	else
@@ -271,7 +274,11 @@ static inline void odb_bias_acquired(struct odb_bias *b, struct odb_task_slot *m
  * One atomic RMW to take it, none to drop it, none at all while it is biased.
  * Waiters spin briefly, then yield (threads may far outnumber cores, and
  * holders never sleep inside). */
-struct odb_fastlock { atomic_int v; struct odb_bias bias; };
+struct odb_fastlock {
+	_Atomic(void *) v;            /* NULL free, ODB_LOCKED held: pointer-sized, like a note */
+	struct odb_bias bias;
+};
+#define ODB_LOCKED ((void *)1)
 void odb_fastlock_wait(struct odb_fastlock *l);
 /* The base lock, then the bias bookkeeping (an exclusive binding takes this). */
 void odb_fastlock_lock_base(struct odb_fastlock *l, struct odb_task_slot *me);
@@ -286,7 +293,7 @@ static inline void odb_fastlock_unlock(struct odb_fastlock *l, struct odb_task_s
 	if (odb_bias_held(me, ODB_BIAS_IRQ, l))
 		odb_bias_exit(me, ODB_BIAS_IRQ);
 	else
-		atomic_store_explicit(&l->v, 0, memory_order_release);
+		atomic_store_explicit(&l->v, NULL, memory_order_release);
 }
 
 /* ---- a spinlock that may be biased (list_lock) --------------------------------- */
@@ -691,9 +698,10 @@ static inline bool odb_irq_fast_save(const struct odb_task *t, struct odb_irq_fa
 	odb_fastlock_lock_base(f->lock, t->slot);
 	return true;
 }
-/* The inline fast paths' variant: the section only through the bias or an
- * outer irq-off section (false: the caller's slow path does the job), and
- * then always a note to clear, so leaving is one store and no test. */
+/* The inline fast paths' variant: the section only through the bias, an
+ * outer irq-off section, or (bias off) one try of the lock word (false: the
+ * caller's slow path does the job); then always a word to clear -- the note,
+ * the lock word, the idle note -- so leaving is one store and no test. */
 static inline bool odb_irq_fast_try(struct odb_task *t, struct odb_irq_fast *f)
 {
 	if (unlikely(t->irq_depth)) {
@@ -703,8 +711,16 @@ static inline bool odb_irq_fast_try(struct odb_task *t, struct odb_irq_fast *f)
 	}
 	f->cpu = t->home_cpu;
 	struct odb_task_slot *me = t->slot;
-	if (likely(odb_bias_enter_first(&t->home_lock->bias, me, ODB_BIAS_IRQ, t->home_lock))) {
+	struct odb_fastlock *l = t->home_lock;
+
+	if (likely(odb_bias_enter_first(&l->bias, me, ODB_BIAS_IRQ, l))) {
 		f->held = &me->held[ODB_BIAS_IRQ];
+		return true;
+	}
+	/* a kernel without the bias: one try of the lock word (with the bias on,
+	 * an unbiased lock is the slow path's, which counts the streak) */
+	if (l->bias.off && !atomic_exchange_explicit(&l->v, ODB_LOCKED, memory_order_acquire)) {
+		f->held = &l->v;
 		return true;
 	}
 	return false;
@@ -718,7 +734,7 @@ static inline void odb_irq_fast_restore(const struct odb_irq_fast *f)
 	if (f->held)
 		atomic_store_explicit(f->held, NULL, memory_order_release);
 	else if (f->lock)
-		atomic_store_explicit(&f->lock->v, 0, memory_order_release);
+		atomic_store_explicit(&f->lock->v, NULL, memory_order_release);
 }
 static inline void odb_irq_nest(struct odb_task *t, int cpu)
 {

@@ -332,7 +332,7 @@ static void test_lock_bias(void)
 	CHECK(bi.grants >= 1 && bi.revocations == 0);
 	CHECK(atomic_load(&k->cpus[0].irq_lock.bias.owner) == odb_current_slot(k));
 	local_irq_save(k, f);          /* biased: the base lock word stays free */
-	CHECK(atomic_load(&k->cpus[0].irq_lock.v) == 0);
+	CHECK(atomic_load(&k->cpus[0].irq_lock.v) == NULL);
 	local_irq_restore(k, f);
 	odb_kernel_destroy(k);
 
