@@ -324,3 +324,63 @@ def test_poison_pattern_at_every_small_size(path):
         assert s.validate() == 0, size
         s.destroy()
     assert k.reports == []
+
+
+# ---- the modern flows' inline common case (s->modern_fast) ---------------------------------
+def _modern_run(bias, size, flags, seed, n_ops=3000):
+    """A seeded alloc/free sequence on one modern-flow cache; everything it can
+    observe: the addresses handed out, the counters, slabinfo, validate."""
+    import random
+    rnd = random.Random(seed)
+    k = K(f"odebug.slub_path=modern odebug.lock_bias={bias}")
+    s = k.kmem_cache_create("mf", size, flags=flags)
+    live, handed = [], []
+    for _ in range(n_ops):
+        if live and rnd.random() < 0.45:
+            s.free(live.pop(rnd.randrange(len(live))))
+        else:
+            p = s.alloc()
+            handed.append(p - k.arena_start)
+            live.append(p)
+    rows = [r for r in k.slabinfo() if r["name"] == "mf"]
+    out = dict(handed=handed, stats=s.stats(), slabinfo=rows, errors=s.validate())
+    for p in live:
+        s.free(p)
+    out["after"] = s.stats()
+    s.destroy()
+    out["reports"] = [r.kind for r in k.reports]
+    k.close()
+    return out
+
+
+@pytest.mark.parametrize("size,flags", [(16, "P"), (40, "P"), (64, "P"), (8, "P"), (100, "P"),
+                                        (64, "PU"), (64, "ZP")])
+def test_modern_inline_case_is_the_full_flow(size, flags):
+    """The same sequence with the bias (the inline common case runs for P-only
+    caches of 16..64 bytes) and without it (the full flow every time): the same
+    objects in the same order, the same counters, slabinfo, no errors."""
+    for seed in (1, 2):
+        a = _modern_run(1, size, flags, seed)      # threshold 1: biased at once
+        b = _modern_run("off", size, flags, seed)
+        assert a == b
+        assert a["errors"] == 0 and a["reports"] == []
+        st = a["after"]
+        assert st["alloc_slowpath"] == st["free_slowpath"] == len(a["handed"])
+        assert st["alloc_fastpath"] == 0 and st["free_fastpath"] == 0
+
+
+def test_modern_inline_case_poisons_and_validate_sees_corruption():
+    k = K("odebug.slub_path=modern odebug.lock_bias=1")
+    s = k.kmem_cache_create("mfp", 48, flags="P")
+    keep = [s.alloc() for _ in range(5)]            # the slab stays partial
+    p = s.alloc()
+    assert k.read(p, 48) == b"\x6b" * 47 + b"\xa5"
+    k.write(p, b"\x00" * 48)
+    s.free(p)
+    assert k.read(p, 48) == b"\x6b" * 47 + b"\xa5"
+    assert k.lock_bias["grants"] >= 1
+    k.write(p, b"\x78")                              # use after free
+    assert s.validate() == 2                         # Poison overwritten + FIX
+    assert "Poison overwritten" in k.reports[0].text
+    for q in keep:
+        s.free(q)

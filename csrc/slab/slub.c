@@ -766,6 +766,98 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 		discard_slab(s, slab_free);
 }
 
+/* ---- the modern debug flows' common case, inline ------------------------------------ *
+ * A cache with s->modern_fast (modern flows, nothing to write but the poison,
+ * objects of 16..64 bytes so the poisoning is four stores, no KASAN, no
+ * debug-objects check, no T): the usual case of alloc_debug_modern and of
+ * free_to_partial_list -- list_lock taken through its bias, a partial slab
+ * that stays partial -- in the public entries themselves, with no call.
+ * Anything else (list_lock not biased to the task, no partial slab, a slab
+ * that fills or empties or was full, failslab on) is left untouched for the
+ * full flows, which do the same steps and the rest. */
+static __attribute__((always_inline)) inline
+bool alloc_modern_fast(struct kmem_cache *s, void **ret)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct odb_task *t;
+	struct slab *sl;
+	void *object;
+	unsigned long c;
+	unsigned int inuse;
+
+	if (unlikely(!s->modern_fast || READ_ONCE(s->k->failslab.attr.probability)))
+		return false;
+	if (unlikely(!odb_current_fast(s->k, &t)))
+		return false;
+	if (unlikely(!odb_bias_enter(&n->list_lock.bias, t->slot, ODB_BIAS_NODE, &n->list_lock)))
+		return false;
+	if (unlikely(list_empty(&n->partial)))
+		goto out;
+	sl = list_entry(n->partial.next, struct slab, slab_list);
+	object = slab_freelist(sl);
+	c = slab_counters(sl);
+	inuse = SLAB_INUSE(c) + 1;
+	if (unlikely(!object || inuse >= SLAB_OBJECTS(c)))
+		goto out;   /* the slab fills: to the full list in the full flow */
+	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
+	poison_fill_16_64(object, s->object_size);   /* init_object(SLUB_RED_ACTIVE) */
+	((uint8_t *)object)[s->object_size - 1] = POISON_END;
+	stat_c(&s->cpu_slab[t->home_cpu], ALLOC_SLOWPATH);
+	stat_c(&s->cpu_slab[t->home_cpu], ALLOC_FROM_PARTIAL);
+	odb_bias_exit(t->slot, ODB_BIAS_NODE);
+	*ret = object;
+	return true;
+out:
+	odb_bias_exit(t->slot, ODB_BIAS_NODE);
+	return false;
+}
+
+static __attribute__((always_inline)) inline
+bool free_modern_fast(struct kmem_cache *s, struct slab *sl, void *x)
+{
+	struct kmem_cache_node *n = &s->node;
+	struct odb_task *t;
+	void *prior;
+	unsigned long c;
+
+	if (unlikely(!s->modern_fast))
+		return false;
+	if (unlikely(!odb_current_fast(s->k, &t)))
+		return false;
+	if (unlikely(!odb_bias_enter(&n->list_lock.bias, t->slot, ODB_BIAS_NODE, &n->list_lock)))
+		return false;
+	prior = slab_freelist(sl);
+	c = slab_counters(sl);
+	if (unlikely(SLAB_INUSE(c) <= 1 || !prior)) {
+		odb_bias_exit(t->slot, ODB_BIAS_NODE);
+		return false;   /* the slab empties or was full: list moves in the full flow */
+	}
+	poison_fill_16_64(x, s->object_size);   /* init_object(SLUB_RED_INACTIVE) */
+	((uint8_t *)x)[s->object_size - 1] = POISON_END;
+	set_freepointer(s, x, prior);
+	slab_set(sl, x, SLAB_COUNTERS(SLAB_INUSE(c) - 1, SLAB_OBJECTS(c), 0));
+	stat_c(&s->cpu_slab[t->home_cpu], FREE_SLOWPATH);
+	odb_bias_exit(t->slot, ODB_BIAS_NODE);
+	return true;
+}
+
+/* The modern debug caches' alloc entry: the common case inline, else the
+ * full flow (a tail call: a frame of its own only there). */
+static __attribute__((noinline))
+void *slab_alloc_modern(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size);
+static __attribute__((noinline, optimize("omit-frame-pointer")))
+void *slab_alloc_modern_entry(struct kmem_cache *s, gfp_t gfp, unsigned long addr,
+			      unsigned int orig_size)
+{
+	void *object;
+
+	if (unlikely(!alloc_modern_fast(s, &object)))
+		return slab_alloc_modern(s, gfp, addr, orig_size);
+	if (unlikely(gfp & __GFP_ZERO))
+		memset(object, 0, s->object_size);
+	return object;
+}
+
 /* ___slab_alloc of the 2016 and older flows: irq lock of cpu held.  (The
  * modern debug flows take alloc_debug_modern from slab_alloc_modern.) */
 static __attribute__((noinline))
@@ -947,7 +1039,7 @@ void *slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned i
 
 	if (unlikely(!slab_alloc_fast(s, gfp, &object))) {
 		if (s->modern_debug)
-			return slab_alloc_modern(s, gfp, addr, orig_size);
+			return slab_alloc_modern_entry(s, gfp, addr, orig_size);
 		return slab_alloc_slow(s, gfp, addr, orig_size);
 	}
 	if (unlikely(gfp & __GFP_ZERO))
@@ -1127,6 +1219,16 @@ void slab_free_checked(struct kmem_cache *s, struct slab *sl, void *x, unsigned 
 		do_slab_free_inline(s, sl, x, x, 1, addr);
 }
 
+/* A debug (or T) cache's free of a valid object: the modern flows' common
+ * case inline, else slab_free_checked. */
+static __attribute__((noinline, optimize("omit-frame-pointer")))
+void slab_free_debug_entry(struct kmem_cache *s, struct slab *sl, void *x, unsigned long addr)
+{
+	if (likely(free_modern_fast(s, sl, x)))
+		return;
+	slab_free_checked(s, sl, x, addr);
+}
+
 /* slab_free with the checks, T and the hooks (free_target may pick another
  * cache); sl is virt_to_slab(x). */
 static __attribute__((noinline))
@@ -1157,7 +1259,7 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 	if (unlikely(!s->fastpath)) {
 		if (s->kasan || !check_valid_pointer(s, sl, x))
 			goto slow;   /* KASAN's invalid-free check comes first; reports */
-		slab_free_checked(s, sl, x, addr);   /* a debug or T cache: its checks come later */
+		slab_free_debug_entry(s, sl, x, addr);   /* a debug or T cache: its checks come later */
 		return;
 	}
 	if (unlikely(!check_valid_pointer(s, sl, x)))
@@ -1436,6 +1538,8 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 			      !slub_debug_orig_size(s);
 	s->debug_init_only = s->modern_debug && !s->debug_checks &&
 			     !(s->flags & (SLAB_STORE_USER | SLAB_TRACE));
+	s->modern_fast = s->debug_init_only && s->init_poison_only && !s->kasan &&
+			 !s->check_obj_freed && s->object_size >= 16 && s->object_size <= 64;
 	mutex_lock(&slab_state(k)->slab_mutex);
 	list_add_tail(&s->list, &slab_state(k)->slab_caches);
 	mutex_unlock(&slab_state(k)->slab_mutex);

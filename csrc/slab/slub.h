@@ -107,6 +107,7 @@ struct kmem_cache {
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
 	bool init_poison_only;              /* init_object = the poison alone (P without Z, no orig_size) */
+	bool modern_fast;                   /* modern flows, poison alone, 16..64 B, no hook: inline cases */
 	bool debug_init_only;               /* modern flows, no checks, no U, no T: debug processing = init_object */
 	/* KASAN (generic) metadata offsets, set by kasan_cache_create */
 	int kasan_alloc_meta_offset;
@@ -297,7 +298,7 @@ static inline bool slub_debug_orig_size(const struct kmem_cache *s)
 /* POISON_FREE over [p, p + n): up to 64 bytes with four overlapping 16-byte
  * stores and no call (the debug flows keep their registers across it), else
  * memset. */
-static inline void poison_fill(uint8_t *p, size_t n)
+static inline void poison_fill_16_64(uint8_t *p, size_t n)   /* 16 <= n <= 64 */
 {
 	typedef uint8_t v16 __attribute__((vector_size(16)));
 	const v16 pf = { POISON_FREE, POISON_FREE, POISON_FREE, POISON_FREE,
@@ -305,16 +306,19 @@ static inline void poison_fill(uint8_t *p, size_t n)
 			 POISON_FREE, POISON_FREE, POISON_FREE, POISON_FREE,
 			 POISON_FREE, POISON_FREE, POISON_FREE, POISON_FREE };
 
-	if (likely(n - 16 <= 64 - 16)) {
-		memcpy(p, &pf, 16);
-		memcpy(p + n - 16, &pf, 16);
-		if (n > 32) {
-			memcpy(p + 16, &pf, 16);
-			memcpy(p + n - 32, &pf, 16);
-		}
-		return;
+	memcpy(p, &pf, 16);
+	memcpy(p + n - 16, &pf, 16);
+	if (n > 32) {
+		memcpy(p + 16, &pf, 16);
+		memcpy(p + n - 32, &pf, 16);
 	}
-	memset(p, POISON_FREE, n);
+}
+static inline void poison_fill(uint8_t *p, size_t n)
+{
+	if (likely(n - 16 <= 64 - 16))
+		poison_fill_16_64(p, n);
+	else
+		memset(p, POISON_FREE, n);
 }
 /* init_object: red zones to val, the object to POISON_FREE..POISON_END (up to
  * orig_size when an allocation tracks it).  Inline: every debug alloc/free. */
