@@ -190,9 +190,12 @@ int odb_err(struct odb_kernel *k, int err, const char *fmt, ...) __printf(3, 4);
  * doubled by each revocation (a few microseconds each), so revocations stay
  * rare against the atomic operations they save.  The identity is the thread's
  * task slot, which lives as long as the kernel, so a revoker never reads
- * freed memory; a thread without a slot is never biased (its slot is the
- * kernel's no_slot, whose notes read ODB_BIAS_NEVER).  odebug.lock_bias=off,
- * or a host without membarrier(2), keeps every lock unbiased (threshold 0).
+ * freed memory.  A thread without a slot is never biased: it notes into its
+ * task's own_slot (tp 0, never an owner); code with no task at all uses the
+ * kernel's no_slot, whose notes read ODB_BIAS_NEVER so nothing writes them.
+ * odebug.lock_bias=off, or a host without membarrier(2), keeps every lock
+ * unbiased (threshold 0, and the fast paths take the lock word by one
+ * exchange).
  * Release/acquire pairs order every hand-over (the owner's release of its note
  * to the revoker's acquire; the base lock the other way), which is what
  * ThreadSanitizer checks. */
