@@ -117,7 +117,7 @@ void odb_bias_revoke(struct odb_bias *b, unsigned int cls, void *lock)
 		else
 			sched_yield();
 	}
-	if (b->threshold && b->threshold < ODB_BIAS_THRESHOLD_MAX)
+	if (b->threshold < ODB_BIAS_THRESHOLD_MAX)   /* a biased lock: threshold >= 1 */
 		b->threshold *= 2;
 	atomic_fetch_add_explicit(&b->k->bias_revocations, 1, memory_order_relaxed);
 	b->last = NULL;
@@ -136,7 +136,7 @@ void odb_bias_streak(struct odb_bias *b, struct odb_task_slot *me, unsigned int 
 		return;
 	}
 	b->streak = 0;
-	if (b->threshold && atomic_load_explicit(&me->tp, memory_order_relaxed)) {   /* a real slot */
+	if (atomic_load_explicit(&me->tp, memory_order_relaxed)) {   /* a real slot */
 		atomic_store_explicit(&b->owner, me, memory_order_relaxed);
 		atomic_fetch_add_explicit(&b->k->bias_grants, 1, memory_order_relaxed);
 	}

@@ -215,24 +215,12 @@ void odb_bias_init(struct odb_kernel *k, struct odb_bias *b);
  * above it), so nothing else is reloaded; the hardware's store-load
  * reordering is the revoker's membarrier() to undo. */
 #define ODB_BIAS_BARRIER(note, owner) __asm__ volatile("" : "+m"(note), "+m"(owner))
-/* The biased entry: true = inside (leave with odb_bias_exit). */
-static inline bool odb_bias_enter(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls,
-				  void *lock)
-{
-	/* (a thread notes the lock before it knows it owns it; a non-owner's note
-	 * is only ever read by a revoker waiting on it, who waits a moment more) */
-	if (likely(!atomic_load_explicit(&me->held[cls], memory_order_relaxed))) {
-		atomic_store_explicit(&me->held[cls], lock, memory_order_relaxed);
-		ODB_BIAS_BARRIER(me->held[cls], b->owner);
-		if (likely(atomic_load_explicit(&b->owner, memory_order_acquire) == me))
-			return true;
-		atomic_store_explicit(&me->held[cls], NULL, memory_order_release);
-	}
-	return false;
-}
-/* The same for a caller that knows it is inside no lock of the class (an irq
- * lock while its task's irq_depth is 0) and whose me is its own (a task's
- * slot, never the shared no_slot): no nesting test, no look before the note. */
+/* The biased entry for a caller that knows it is inside no lock of the class
+ * (an irq lock while its task's irq_depth is 0) and whose me is its own (a
+ * task's slot, never the shared no_slot): true = inside (leave with
+ * odb_bias_exit).  A thread notes the lock before it knows it owns it; a
+ * non-owner's note is only ever read by a revoker waiting on it, who waits a
+ * moment more. */
 static inline bool odb_bias_enter_first(struct odb_bias *b, struct odb_task_slot *me,
 					unsigned int cls, void *lock)
 {
@@ -242,6 +230,14 @@ static inline bool odb_bias_enter_first(struct odb_bias *b, struct odb_task_slot
 		return true;
 	atomic_store_explicit(&me->held[cls], NULL, memory_order_release);
 	return false;
+}
+/* The same for any caller: not while me is inside another lock of the class
+ * (then the base lock), nor for no_slot, whose notes read ODB_BIAS_NEVER. */
+static inline bool odb_bias_enter(struct odb_bias *b, struct odb_task_slot *me, unsigned int cls,
+				  void *lock)
+{
+	return likely(!atomic_load_explicit(&me->held[cls], memory_order_relaxed)) &&
+	       odb_bias_enter_first(b, me, cls, lock);
 }
 static inline void odb_bias_exit(struct odb_task_slot *me, unsigned int cls)
 {
@@ -670,74 +666,52 @@ static inline void odb_irq_restore_task(struct odb_kernel *k, struct odb_task *t
 /* The slab fast paths' irq-off section, without the nesting bookkeeping: the
  * irq lock of the task's vCPU, unless the task has interrupts off already (a
  * nested section or an exclusive binding: then the vCPU it holds, and no lock
- * is taken).  wait=false takes the lock only through its bias (false: not
- * biased to the task, nothing taken: the caller's slow path takes the base
- * lock, which also counts the streak that biases it).
+ * is taken).  Whichever way it is entered there is one word to clear on the
+ * way out -- the slot's note (biased), the lock word (base lock), the task's
+ * idle note (nothing taken) -- so leaving is one store and no test.
  * Code inside that may itself save irqs (the slow paths) runs between
  * odb_irq_nest/odb_irq_unnest, which make the section a regular
  * local_irq_save one for it. */
 struct odb_irq_fast {
-	struct odb_fastlock *lock;    /* NULL: not taken here */
-	_Atomic(void *) *held;        /* taken through the bias: the note to clear */
+	_Atomic(void *) *held;        /* the word odb_irq_fast_restore clears */
 	int cpu;
 };
-static inline bool odb_irq_fast_save(const struct odb_task *t, struct odb_irq_fast *f, bool wait)
-{
-	if (unlikely(t->irq_depth)) {
-		f->lock = NULL;
-		f->held = NULL;
-		f->cpu = t->irq_cpu;
-		return true;
-	}
-	f->cpu = t->home_cpu;         /* smp_processor_id() */
-	f->lock = t->home_lock;
-	if (likely(odb_bias_enter_first(&f->lock->bias, t->slot, ODB_BIAS_IRQ, f->lock))) {
-		f->held = &t->slot->held[ODB_BIAS_IRQ];
-		return true;
-	}
-	f->held = NULL;
-	if (!wait)
-		return false;
-	odb_fastlock_lock_base(f->lock, t->slot);
-	return true;
-}
-/* The inline fast paths' variant: the section only through the bias, an
- * outer irq-off section, or (bias off) one try of the lock word (false: the
- * caller's slow path does the job); then always a word to clear -- the note,
- * the lock word, the idle note -- so leaving is one store and no test. */
+/* The inline fast paths' entry: only through the bias, an outer irq-off
+ * section, or (bias off) one try of the lock word; false: nothing taken, the
+ * caller's slow path does the job (with the bias on, an unbiased lock is the
+ * slow path's, which counts the streak that biases it). */
 static inline bool odb_irq_fast_try(struct odb_task *t, struct odb_irq_fast *f)
 {
+	struct odb_task_slot *me = t->slot;
+	struct odb_fastlock *l = t->home_lock;
+
 	if (unlikely(t->irq_depth)) {
 		f->cpu = t->irq_cpu;
 		f->held = &t->idle_note;
 		return true;
 	}
-	f->cpu = t->home_cpu;
-	struct odb_task_slot *me = t->slot;
-	struct odb_fastlock *l = t->home_lock;
-
+	f->cpu = t->home_cpu;         /* smp_processor_id() */
 	if (likely(odb_bias_enter_first(&l->bias, me, ODB_BIAS_IRQ, l))) {
 		f->held = &me->held[ODB_BIAS_IRQ];
 		return true;
 	}
-	/* a kernel without the bias: one try of the lock word (with the bias on,
-	 * an unbiased lock is the slow path's, which counts the streak) */
 	if (l->bias.off && !atomic_exchange_explicit(&l->v, ODB_LOCKED, memory_order_acquire)) {
 		f->held = &l->v;
 		return true;
 	}
 	return false;
 }
-static inline void odb_irq_fast_untry(const struct odb_irq_fast *f)
+/* The same, waiting for the base lock when the bias is not the task's. */
+static inline void odb_irq_fast_save(struct odb_task *t, struct odb_irq_fast *f)
 {
-	atomic_store_explicit(f->held, NULL, memory_order_release);
+	if (likely(odb_irq_fast_try(t, f)))
+		return;
+	odb_fastlock_lock_base(t->home_lock, t->slot);
+	f->held = &t->home_lock->v;
 }
 static inline void odb_irq_fast_restore(const struct odb_irq_fast *f)
 {
-	if (f->held)
-		atomic_store_explicit(f->held, NULL, memory_order_release);
-	else if (f->lock)
-		atomic_store_explicit(&f->lock->v, NULL, memory_order_release);
+	atomic_store_explicit(f->held, NULL, memory_order_release);
 }
 static inline void odb_irq_nest(struct odb_task *t, int cpu)
 {

@@ -775,21 +775,28 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
  * Anything else (list_lock not biased to the task, no partial slab, a slab
  * that fills or empties or was full, failslab on) is left untouched for the
  * full flows, which do the same steps and the rest. */
+/* Their common entry: the task by its slot and list_lock through its bias. */
+static __attribute__((always_inline)) inline
+bool modern_fast_lock(struct kmem_cache *s, struct odb_task **t)
+{
+	struct kmem_cache_node *n = &s->node;
+
+	return likely(s->modern_fast) && likely(odb_current_fast(s->k, t)) &&
+	       likely(odb_bias_enter(&n->list_lock.bias, (*t)->slot, ODB_BIAS_NODE, &n->list_lock));
+}
+
 static __attribute__((always_inline)) inline
 bool alloc_modern_fast(struct kmem_cache *s, void **ret)
 {
 	struct kmem_cache_node *n = &s->node;
+	struct kmem_cache_cpu *cc;
 	struct odb_task *t;
 	struct slab *sl;
 	void *object;
 	unsigned long c;
 	unsigned int inuse;
 
-	if (unlikely(!s->modern_fast || READ_ONCE(s->k->failslab.attr.probability)))
-		return false;
-	if (unlikely(!odb_current_fast(s->k, &t)))
-		return false;
-	if (unlikely(!odb_bias_enter(&n->list_lock.bias, t->slot, ODB_BIAS_NODE, &n->list_lock)))
+	if (unlikely(READ_ONCE(s->k->failslab.attr.probability) || !modern_fast_lock(s, &t)))
 		return false;
 	if (unlikely(list_empty(&n->partial)))
 		goto out;
@@ -800,10 +807,10 @@ bool alloc_modern_fast(struct kmem_cache *s, void **ret)
 	if (unlikely(!object || inuse >= SLAB_OBJECTS(c)))
 		goto out;   /* the slab fills: to the full list in the full flow */
 	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
-	poison_fill_16_64(object, s->object_size);   /* init_object(SLUB_RED_ACTIVE) */
-	((uint8_t *)object)[s->object_size - 1] = POISON_END;
-	stat_c(&s->cpu_slab[t->home_cpu], ALLOC_SLOWPATH);
-	stat_c(&s->cpu_slab[t->home_cpu], ALLOC_FROM_PARTIAL);
+	poison_object_16_64(object, s->object_size);   /* init_object(SLUB_RED_ACTIVE) */
+	cc = &s->cpu_slab[t->home_cpu];
+	stat_c(cc, ALLOC_SLOWPATH);
+	stat_c(cc, ALLOC_FROM_PARTIAL);
 	odb_bias_exit(t->slot, ODB_BIAS_NODE);
 	*ret = object;
 	return true;
@@ -815,16 +822,11 @@ out:
 static __attribute__((always_inline)) inline
 bool free_modern_fast(struct kmem_cache *s, struct slab *sl, void *x)
 {
-	struct kmem_cache_node *n = &s->node;
 	struct odb_task *t;
 	void *prior;
 	unsigned long c;
 
-	if (unlikely(!s->modern_fast))
-		return false;
-	if (unlikely(!odb_current_fast(s->k, &t)))
-		return false;
-	if (unlikely(!odb_bias_enter(&n->list_lock.bias, t->slot, ODB_BIAS_NODE, &n->list_lock)))
+	if (unlikely(!modern_fast_lock(s, &t)))
 		return false;
 	prior = slab_freelist(sl);
 	c = slab_counters(sl);
@@ -832,8 +834,7 @@ bool free_modern_fast(struct kmem_cache *s, struct slab *sl, void *x)
 		odb_bias_exit(t->slot, ODB_BIAS_NODE);
 		return false;   /* the slab empties or was full: list moves in the full flow */
 	}
-	poison_fill_16_64(x, s->object_size);   /* init_object(SLUB_RED_INACTIVE) */
-	((uint8_t *)x)[s->object_size - 1] = POISON_END;
+	poison_object_16_64(x, s->object_size);   /* init_object(SLUB_RED_INACTIVE) */
 	set_freepointer(s, x, prior);
 	slab_set(sl, x, SLAB_COUNTERS(SLAB_INUSE(c) - 1, SLAB_OBJECTS(c), 0));
 	stat_c(&s->cpu_slab[t->home_cpu], FREE_SLOWPATH);
@@ -1021,13 +1022,13 @@ bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
 	c = &s->cpu_slab[f.cpu];
 	object = c->freelist;
 	if (unlikely(!object)) {
-		odb_irq_fast_untry(&f);
+		odb_irq_fast_restore(&f);
 		return false;
 	}
 	c->freelist = get_freepointer(s, object);
 	c->tid++;
 	stat_c(c, ALLOC_FASTPATH);
-	odb_irq_fast_untry(&f);
+	odb_irq_fast_restore(&f);
 	*ret = object;
 	return true;
 }
@@ -1145,7 +1146,7 @@ void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void
 		free_to_partial_list(s, sl, head, tail, cnt, addr, t);
 		return;
 	}
-	odb_irq_fast_save(t, &f, true);
+	odb_irq_fast_save(t, &f);
 	c = &s->cpu_slab[f.cpu];
 	if (likely(sl == c->slab)) {
 		set_freepointer(s, tail, c->freelist);
@@ -1270,14 +1271,14 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 		goto slow;
 	c = &s->cpu_slab[f.cpu];
 	if (unlikely(sl != c->slab)) {
-		odb_irq_fast_untry(&f);
+		odb_irq_fast_restore(&f);
 		goto slow;
 	}
 	set_freepointer(s, x, c->freelist);
 	c->freelist = x;
 	c->tid++;
 	stat_c(c, FREE_FASTPATH);
-	odb_irq_fast_untry(&f);
+	odb_irq_fast_restore(&f);
 	return;
 slow:
 	slab_free_slow(k, s, sl, x, fn, addr);

@@ -295,10 +295,9 @@ static inline bool slub_debug_orig_size(const struct kmem_cache *s)
 {
 	return (s->flags & SLAB_STORE_USER) && (s->flags & SLAB_KMALLOC);
 }
-/* POISON_FREE over [p, p + n): up to 64 bytes with four overlapping 16-byte
- * stores and no call (the debug flows keep their registers across it), else
- * memset. */
-static inline void poison_fill_16_64(uint8_t *p, size_t n)   /* 16 <= n <= 64 */
+/* POISON_FREE over [p, p + n), 16 <= n <= 64: four overlapping 16-byte stores
+ * and no call (the debug flows keep their registers across it). */
+static inline void poison_fill_16_64(uint8_t *p, size_t n)
 {
 	typedef uint8_t v16 __attribute__((vector_size(16)));
 	const v16 pf = { POISON_FREE, POISON_FREE, POISON_FREE, POISON_FREE,
@@ -313,12 +312,19 @@ static inline void poison_fill_16_64(uint8_t *p, size_t n)   /* 16 <= n <= 64 */
 		memcpy(p + n - 32, &pf, 16);
 	}
 }
-static inline void poison_fill(uint8_t *p, size_t n)
+/* An object's poison: POISON_FREE, and POISON_END in its last byte. */
+static inline void poison_object_16_64(void *object, unsigned int n)
+{
+	poison_fill_16_64(object, n);
+	((uint8_t *)object)[n - 1] = POISON_END;
+}
+static inline void poison_object(void *object, unsigned int n)
 {
 	if (likely(n - 16 <= 64 - 16))
-		poison_fill_16_64(p, n);
+		poison_fill_16_64(object, n);
 	else
-		memset(p, POISON_FREE, n);
+		memset(object, POISON_FREE, n);
+	((uint8_t *)object)[n - 1] = POISON_END;
 }
 /* init_object: red zones to val, the object to POISON_FREE..POISON_END (up to
  * orig_size when an allocation tracks it).  Inline: every debug alloc/free. */
@@ -328,8 +334,7 @@ static inline void init_object(struct kmem_cache *s, void *object, uint8_t val)
 	unsigned int poison_size = s->object_size;
 
 	if (likely(s->init_poison_only)) {
-		poison_fill(p, poison_size);
-		p[poison_size - 1] = POISON_END;
+		poison_object(p, poison_size);
 		return;
 	}
 	if (s->flags & SLAB_RED_ZONE)
@@ -337,8 +342,7 @@ static inline void init_object(struct kmem_cache *s, void *object, uint8_t val)
 	if (slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE)
 		poison_size = get_orig_size(s, object);
 	if (s->flags & __OBJECT_POISON) {
-		poison_fill(p, poison_size);
-		p[poison_size - 1] = POISON_END;
+		poison_object(p, poison_size);
 	}
 	if (s->flags & SLAB_RED_ZONE)
 		memset(p + poison_size, val, s->inuse - poison_size);
