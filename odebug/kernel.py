@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .debugobjects import DebugObjects  # noqa: F401
 from .slab import SlabMixin
 from .kasan import KasanMixin
+from .sched import SchedMixin
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
@@ -60,11 +61,16 @@ class ExpectedReports:
         return self.reports[0]
 
 
-class Kernel(SlabMixin, KasanMixin, _core.Kernel):
+class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
     """A simulated kernel: vCPUs, clock, RAM, log and reports, and (in later rooms)
     the slab allocator, KASAN and debug objects.
 
     ``Kernel(cmdline="slub_debug=FZPU", cpus=2, ram="256M", clock="virtual", seed=0)``
+
+    ``sched="controlled"`` (the same as ``odebug.sched=controlled`` on the command
+    line) runs the tasks of ``spawn()`` one at a time under a scheduler of
+    :mod:`odebug.sched` (``run()``): deterministic, explorable, replayable
+    concurrency.  The default ``"free"`` lets threads run as they will.
 
     The command line takes kernel-style parameters (``key``, ``key=value``,
     ``key="quoted value"``); unknown ones are listed in dmesg as the kernel does,
@@ -76,7 +82,7 @@ class Kernel(SlabMixin, KasanMixin, _core.Kernel):
 
     def __init__(self, cmdline: str = "", *, cpus: int = 2, ram: Union[int, str] = "256M",
                  clock: str = "virtual", seed: int = 0, hz: Optional[int] = None,
-                 nr_cpus: Optional[int] = None) -> None:
+                 nr_cpus: Optional[int] = None, sched: str = "free") -> None:
         if not isinstance(cmdline, str):
             raise TypeError(f"cmdline: expected str, not {type(cmdline).__name__}")
         if not isinstance(cpus, int) or isinstance(cpus, bool):
@@ -96,6 +102,10 @@ class Kernel(SlabMixin, KasanMixin, _core.Kernel):
             raise ValueError(f"hz: expected 1..100000, not {hz!r}")
         if nr_cpus is not None and nr_cpus < cpus:
             raise ValueError(f"nr_cpus: expected an int >= cpus, not {nr_cpus!r}")
+        if sched not in ("free", "controlled"):
+            raise ValueError(f"sched: must be 'free' or 'controlled', not {sched!r}")
+        if sched == "controlled":
+            cmdline = f"{cmdline} odebug.sched=controlled".strip()
         super().__init__(cpus=cpus, ram=parse_size(ram, "ram"), clock=clock,
                          seed=seed & ((1 << 64) - 1), cmdline=cmdline, hz=hz or 0,
                          nr_cpus=nr_cpus or 0, skip_prefix=_PKG_DIR)

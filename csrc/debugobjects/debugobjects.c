@@ -414,7 +414,7 @@ static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects
 	}
 
 	if (!obj) {
-		raw_spin_lock(&d->pool_lock);
+		raw_spin_lock(k, &d->pool_lock);
 		obj = __alloc_object(&d->obj_pool);
 		if (obj) {
 			d->obj_pool_used++;
@@ -442,7 +442,7 @@ static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects
 			if (d->obj_pool_free < d->obj_pool_min_free)
 				WRITE_ONCE(d->obj_pool_min_free, d->obj_pool_free);
 		}
-		raw_spin_unlock(&d->pool_lock);
+		raw_spin_unlock(k, &d->pool_lock);
 	}
 
 	if (obj) {
@@ -480,7 +480,7 @@ static void free_obj_work(struct odb_kernel *k, void *arg)
 		ADD_ONCE(d->fail_trylock, -1);
 		goto busy;
 	}
-	if (!raw_spin_trylock(&d->pool_lock))
+	if (!raw_spin_trylock(k, &d->pool_lock))
 		goto busy;
 
 	if (lazy && d->obj_pool_free < d->debug_objects_pool_size)
@@ -499,7 +499,7 @@ static void free_obj_work(struct odb_kernel *k, void *arg)
 		d->debug_objects_freed += d->obj_nr_tofree;
 		WRITE_ONCE(d->obj_nr_tofree, 0);
 	}
-	raw_spin_unlock(&d->pool_lock);
+	raw_spin_unlock(k, &d->pool_lock);
 	local_irq_restore(k, flags);
 
 	/* Back to the slab outside the lock. */
@@ -549,7 +549,7 @@ static bool __free_object(struct odb_kernel *k, struct debug_objects *d, struct 
 		}
 	}
 
-	raw_spin_lock(&d->pool_lock);
+	raw_spin_lock(k, &d->pool_lock);
 	work = d->obj_pool_free > d->debug_objects_pool_size && d->obj_cache;
 	if (lazy)
 		work = work && d->obj_nr_tofree < ODEBUG_FREE_WORK_MAX;
@@ -582,7 +582,7 @@ static bool __free_object(struct odb_kernel *k, struct debug_objects *d, struct 
 			hlist_add_head(&objs[i]->node, &d->obj_pool);
 		WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1 + lookahead_count);
 	}
-	raw_spin_unlock(&d->pool_lock);
+	raw_spin_unlock(k, &d->pool_lock);
 	local_irq_restore(k, flags);
 	return work && !lazy;
 }

@@ -129,6 +129,17 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/* Give the shadow back and nothing else (a wedged kernel: odb_kernel_destroy). */
+void kasan_release_shadow(struct odb_kernel *k)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	if (ks && ks->shadow) {
+		munmap(ks->shadow, ks->shadow_size);
+		ks->shadow = NULL;
+	}
+}
+
 void kasan_exit(struct odb_kernel *k)
 {
 	struct kasan_state *ks = kasan_state(k);

@@ -117,7 +117,7 @@ struct quarantine {
 	struct qlist_head old_global;
 	size_t old_quarantine_size;
 	raw_spinlock_t quarantine_lock;
-	pthread_rwlock_t remove_cache_srcu;    /* SRCU stand-in: reduce = reader */
+	struct srcu_struct remove_cache_srcu;  /* reduce = reader, remove_cache synchronizes */
 	pthread_mutex_t stats_lock;
 	struct quarantine_stats st;
 };
@@ -160,6 +160,7 @@ static inline uint8_t *kasan_host_to_shadow(struct odb_kernel *k, const void *p)
 /* ---- boot (kasan.c) ------------------------------------------------------------------ */
 int kasan_early_init(struct odb_kernel *k);                 /* before the command line */
 int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen);  /* before the slab */
+void kasan_release_shadow(struct odb_kernel *k);
 void kasan_exit(struct odb_kernel *k);
 int kasan_param_on(struct odb_kernel *k, const char *val);
 void kasan_param_on_show(struct odb_kernel *k, char *buf, size_t len);

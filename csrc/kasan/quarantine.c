@@ -217,15 +217,15 @@ static uint64_t hist_percentile(const uint64_t *h, uint64_t max, double p)
 /* Take quarantine_lock, counting the time spent waiting when it is contended
  * (the seed's "threads wait on quarantine_lock while one thread grabs a large
  * batch of objects to evict"). */
-static void quarantine_lock_acquire(struct quarantine *q)
+static void quarantine_lock_acquire(struct odb_kernel *k, struct quarantine *q)
 {
 	uint64_t t0, w;
 
-	if (raw_spin_trylock(&q->quarantine_lock))
+	if (raw_spin_trylock(k, &q->quarantine_lock))
 		return;
-	t0 = odb_host_ns();
-	raw_spin_lock(&q->quarantine_lock);
-	w = odb_host_ns() - t0;
+	t0 = odb_stat_ns(k);
+	raw_spin_lock(k, &q->quarantine_lock);
+	w = odb_stat_ns(k) - t0;
 	q->st.lock_waits++;                  /* under quarantine_lock */
 	q->st.lock_wait_ns_total += w;
 	if (w > q->st.lock_wait_ns_max)
@@ -364,8 +364,8 @@ static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
 
 		qlist_move_all(k, cq, &temp);
 		temp.offline = false;
-		quarantine_lock_acquire(q);
-		t0 = odb_host_ns();
+		quarantine_lock_acquire(k, q);
+		t0 = odb_stat_ns(k);
 		WRITE_ONCE(q->quarantine_size, q->quarantine_size + temp.bytes);
 		qlist_move_all(k, &temp, &q->global_quarantine[q->quarantine_tail]);
 		if (q->global_quarantine[q->quarantine_tail].bytes >= READ_ONCE(q->quarantine_batch_size)) {
@@ -376,8 +376,8 @@ static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
 			if (new_tail != q->quarantine_head)
 				q->quarantine_tail = new_tail;
 		}
-		note_lock(q, odb_host_ns() - t0);
-		raw_spin_unlock(&q->quarantine_lock);
+		note_lock(q, odb_stat_ns(k) - t0);
+		raw_spin_unlock(k, &q->quarantine_lock);
 		flushed = true;
 	}
 	local_irq_restore(k, flags);
@@ -400,10 +400,10 @@ static void reduce_batched(struct odb_kernel *k)
 	STAT_INC(q, reduce_calls);
 	if (likely(READ_ONCE(q->quarantine_size) <= READ_ONCE(q->quarantine_max_size)))
 		return;
-	pthread_rwlock_rdlock(&q->remove_cache_srcu);          /* srcu_read_lock */
+	srcu_read_lock(k, &q->remove_cache_srcu);
 	local_irq_save(k, flags);
-	quarantine_lock_acquire(q);
-	t0 = odb_host_ns();
+	quarantine_lock_acquire(k, q);
+	t0 = odb_stat_ns(k);
 	STAT_INC(q, reduce_slow);
 	/* recomputed on every over-budget reduce: memory / CPU hotplug */
 	{
@@ -422,13 +422,13 @@ static void reduce_batched(struct odb_kernel *k)
 	}
 	bytes = to_free.bytes;
 	note_in_flight(q, bytes);
-	t1 = odb_host_ns();
+	t1 = odb_stat_ns(k);
 	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 	note_lock(q, t1 - t0);
 	note_peak(k);
 	objs = qlist_free_all(k, &to_free, NULL);
-	note_eviction(k, bytes, objs, odb_host_ns() - t1);
-	pthread_rwlock_unlock(&q->remove_cache_srcu);          /* srcu_read_unlock */
+	note_eviction(k, bytes, objs, odb_stat_ns(k) - t1);
+	srcu_read_unlock(k, &q->remove_cache_srcu);
 }
 
 /* ---- quarter (Q-old) ----------------------------------------------------------------------------- */
@@ -453,10 +453,10 @@ void quarantine_put(struct kmem_cache *cache, void *object)
 		uint64_t t0;
 
 		local_irq_save(k, flags);
-		quarantine_lock_acquire(q);
-		t0 = odb_host_ns();
+		quarantine_lock_acquire(k, q);
+		t0 = odb_stat_ns(k);
 		qlist_move_all(k, &temp, &q->old_global);
-		note_lock(q, odb_host_ns() - t0);
+		note_lock(q, odb_stat_ns(k) - t0);
 		raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 		STAT_INC(q, flushes);
 		note_peak(k);
@@ -476,8 +476,8 @@ void quarantine_reduce(struct odb_kernel *k)
 	if (likely(READ_ONCE(q->old_global.bytes) <= READ_ONCE(q->old_quarantine_size)))
 		return;
 	local_irq_save(k, flags);
-	quarantine_lock_acquire(q);
-	t0 = odb_host_ns();
+	quarantine_lock_acquire(k, q);
+	t0 = odb_stat_ns(k);
 	STAT_INC(q, reduce_slow);
 	/* no underflow guard in Q-old */
 	WRITE_ONCE(q->old_quarantine_size,
@@ -507,12 +507,12 @@ void quarantine_reduce(struct odb_kernel *k)
 		WRITE_ONCE(q->old_global.bytes, q->old_global.bytes - size_to_free);
 	}
 	note_in_flight(q, size_to_free);
-	t1 = odb_host_ns();
+	t1 = odb_stat_ns(k);
 	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 	note_lock(q, t1 - t0);
 	note_peak(k);
 	objs = qlist_free_all(k, &to_free, NULL);
-	note_eviction(k, size_to_free, objs, odb_host_ns() - t1);
+	note_eviction(k, size_to_free, objs, odb_stat_ns(k) - t1);
 }
 
 /* ---- the interface ---------------------------------------------------------------------------- */
@@ -561,7 +561,7 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 		n += qlist_free_all(k, &mine, cache);
 	}
 	local_irq_save(k, flags);
-	quarantine_lock_acquire(q);
+	quarantine_lock_acquire(k, q);
 	if (q->policy == QUARANTINE_QUARTER) {
 		qlist_move_cache(k, &q->old_global, &to_free, cache);
 	} else {
@@ -572,15 +572,14 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 			/* modern: drop the lock after each non-empty slot (cond_resched) */
 			raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 			local_irq_save(k, flags);
-			quarantine_lock_acquire(q);
+			quarantine_lock_acquire(k, q);
 		}
 		/* quirk: quarantine_size is not lowered */
 	}
 	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 	n += qlist_free_all(k, &to_free, cache);
 	/* synchronize_srcu: objects of this cache held by a concurrent reduce are freed */
-	pthread_rwlock_wrlock(&q->remove_cache_srcu);
-	pthread_rwlock_unlock(&q->remove_cache_srcu);
+	synchronize_srcu(k, &q->remove_cache_srcu);
 	pthread_mutex_lock(&q->stats_lock);
 	q->st.remove_cache_calls++;
 	q->st.remove_cache_objects += n;
@@ -616,7 +615,7 @@ int quarantine_init(struct odb_kernel *k)
 		return -1;
 	}
 	raw_spin_lock_init(&q->quarantine_lock);
-	pthread_rwlock_init(&q->remove_cache_srcu, NULL);
+	init_srcu_struct(&q->remove_cache_srcu);
 	pthread_mutex_init(&q->stats_lock, NULL);
 	return 0;
 }
@@ -630,7 +629,7 @@ void quarantine_exit(struct odb_kernel *k)
 	q->cpu_quarantine = NULL;
 	q->global_quarantine = NULL;
 	spin_lock_destroy(&q->quarantine_lock);
-	pthread_rwlock_destroy(&q->remove_cache_srcu);
+	cleanup_srcu_struct(&q->remove_cache_srcu);
 	pthread_mutex_destroy(&q->stats_lock);
 }
 
@@ -658,7 +657,7 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 			percpu[c] = b;
 	}
 	local_irq_save(k, flags);
-	quarantine_lock_acquire(q);
+	quarantine_lock_acquire(k, q);
 	out->policy = (int)q->policy;
 	if (q->policy == QUARANTINE_QUARTER) {
 		out->size = q->old_global.bytes;
@@ -734,10 +733,10 @@ int odb_kasan_quarantine_drain(odb_kernel *k)
 	if (!kasan_enabled(k))
 		return odb_leave(t, ODB_OK);
 	ss = slab_state(k);
-	mutex_lock(&ss->slab_mutex);
+	mutex_lock(k, &ss->slab_mutex);
 	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next)
 		remove_cache_common(list_entry(pos, struct kmem_cache, list));
-	mutex_unlock(&ss->slab_mutex);
+	mutex_unlock(k, &ss->slab_mutex);
 	return odb_leave(t, ODB_OK);
 }
 
@@ -824,7 +823,7 @@ int odb_kasan_quarantine_count(odb_kernel *k, odb_cache *const *caches, size_t n
 		odb_cpu_unlock(k, c, &v);
 	}
 	local_irq_save(k, flags);
-	quarantine_lock_acquire(q);
+	quarantine_lock_acquire(k, q);
 	if (q->policy == QUARANTINE_QUARTER)
 		qlist_count(k, &q->old_global, caches, n, objects, bytes, other);
 	else

@@ -60,7 +60,7 @@ bool should_fail_ex(struct odb_kernel *k, struct fault_attr *a, size_t size, uns
 
 	if (READ_ONCE(a->probability) == 0)
 		return false;
-	spin_lock(&a->lock);
+	spin_lock(k, &a->lock);
 	a->calls++;
 	if (a->times == 0)
 		goto no;
@@ -80,12 +80,12 @@ bool should_fail_ex(struct odb_kernel *k, struct fault_attr *a, size_t size, uns
 	times = a->times;
 	if (a->times != -1 && a->times != 0)
 		a->times--;
-	spin_unlock(&a->lock);
+	spin_unlock(k, &a->lock);
 	if (!(flags & FAULT_NOWARN))
 		fail_dump(k, a, space, times);
 	return true;
 no:
-	spin_unlock(&a->lock);
+	spin_unlock(k, &a->lock);
 	return false;
 }
 
@@ -122,12 +122,12 @@ int setup_fault_attr(struct odb_kernel *k, struct fault_attr *a, const char *str
 		if (i >= 2 && (v[i] < INT32_MIN || v[i] > INT32_MAX))
 			goto bad;
 	}
-	spin_lock(&a->lock);
+	spin_lock(k, &a->lock);
 	a->interval = (unsigned long)v[0];
 	a->probability = (unsigned long)v[1];
 	a->space = (long)v[2];
 	a->times = (long)v[3];
-	spin_unlock(&a->lock);
+	spin_unlock(k, &a->lock);
 	return 0;
 bad:
 	printk(k, "FAULT_INJECTION: failed to parse arguments");
@@ -154,7 +154,7 @@ int odb_fault_get(odb_kernel *k, const char *name, struct odb_fault_attr_info *o
 	if (!a)
 		return odb_err(k, ODB_ENOENT, "no fault attribute '%s' (failslab, fail_page_alloc)",
 			       name ? name : "(null)");
-	spin_lock(&a->lock);
+	spin_lock(k, &a->lock);
 	out->probability = a->probability;
 	out->interval = a->interval;
 	out->times = a->times;
@@ -162,7 +162,7 @@ int odb_fault_get(odb_kernel *k, const char *name, struct odb_fault_attr_info *o
 	out->verbose = a->verbose;
 	out->calls = a->calls;
 	out->failures = a->failures;
-	spin_unlock(&a->lock);
+	spin_unlock(k, &a->lock);
 	return ODB_OK;
 }
 
@@ -174,13 +174,13 @@ int odb_fault_set(odb_kernel *k, const char *name, unsigned long probability,
 	if (!a)
 		return odb_err(k, ODB_ENOENT, "no fault attribute '%s' (failslab, fail_page_alloc)",
 			       name ? name : "(null)");
-	spin_lock(&a->lock);
+	spin_lock(k, &a->lock);
 	a->probability = probability;
 	a->interval = interval;
 	a->times = times;
 	a->space = space;
 	a->verbose = verbose;
-	spin_unlock(&a->lock);
+	spin_unlock(k, &a->lock);
 	return ODB_OK;
 }
 

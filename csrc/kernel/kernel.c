@@ -14,6 +14,7 @@
 
 #include "kernel/kernel.h"
 #include "kernel/rooms.h"
+#include "kasan/kasan.h"
 
 /* ---- locks --------------------------------------------------------------- */
 void spin_lock_init(spinlock_t *l) { atomic_init(&l->v, 0); }
@@ -43,8 +44,8 @@ void odb_spin_unlock_wake(spinlock_t *l)
 {
 	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
-void mutex_init(struct mutex *m) { pthread_mutex_init(&m->m, NULL); }
-void mutex_destroy(struct mutex *m) { pthread_mutex_destroy(&m->m); }
+void mutex_init(struct mutex *m) { spin_lock_init(&m->l); }
+void mutex_destroy(struct mutex *m) { spin_lock_destroy(&m->l); }
 
 void odb_fastlock_wait(struct odb_fastlock *l)
 {
@@ -61,9 +62,64 @@ void odb_fastlock_wait(struct odb_fastlock *l)
 
 void odb_fastlock_lock_base(struct odb_fastlock *l, struct odb_task_slot *me)
 {
+	if (unlikely(l->bias.mode == ODB_BIAS_SCHED)) {
+		/* interrupts off: a scheduling point, and a wait the scheduler knows of */
+		odb_sched_acquire(l->bias.k, ODB_SITE(ODB_SP_LOCK, "local_irq_save"), ODB_LK_FAST, l);
+		return;
+	}
 	if (atomic_exchange_explicit(&l->v, ODB_LOCKED, memory_order_acquire))
 		odb_fastlock_wait(l);
 	odb_bias_acquired(&l->bias, me, ODB_BIAS_IRQ, l);
+}
+
+/* ---- SRCU (kernel.h) ---------------------------------------------------------------- */
+void init_srcu_struct(struct srcu_struct *sp)
+{
+	pthread_rwlock_init(&sp->rw, NULL);
+	atomic_init(&sp->readers, 0);
+}
+
+void cleanup_srcu_struct(struct srcu_struct *sp)
+{
+	pthread_rwlock_destroy(&sp->rw);
+}
+
+void srcu_read_lock(struct odb_kernel *k, struct srcu_struct *sp)
+{
+	if (unlikely(odb_sched_on(k))) {
+		odb_sched_point_slow(k, ODB_SITE(ODB_SP_LOCK, "srcu_read_lock"), sp);
+		atomic_fetch_add_explicit(&sp->readers, 1, memory_order_acquire);
+		return;
+	}
+	pthread_rwlock_rdlock(&sp->rw);
+}
+
+void srcu_read_unlock(struct odb_kernel *k, struct srcu_struct *sp)
+{
+	if (unlikely(odb_sched_on(k))) {
+		atomic_fetch_sub_explicit(&sp->readers, 1, memory_order_release);
+		odb_sched_point_slow(k, ODB_SITE(ODB_SP_UNLOCK, "srcu_read_unlock"), sp);
+		return;
+	}
+	pthread_rwlock_unlock(&sp->rw);
+}
+
+static bool srcu_no_readers(void *arg)
+{
+	return !atomic_load_explicit(&((struct srcu_struct *)arg)->readers, memory_order_acquire);
+}
+
+void synchronize_srcu(struct odb_kernel *k, struct srcu_struct *sp)
+{
+	if (unlikely(odb_sched_on(k))) {
+		if (odb_sched_wait(k, ODB_SITE(ODB_SP_LOCK, "synchronize_srcu"), srcu_no_readers, sp))
+			return;
+		while (!srcu_no_readers(sp))   /* not a task of a run: no run is in progress */
+			sched_yield();
+		return;
+	}
+	pthread_rwlock_wrlock(&sp->rw);
+	pthread_rwlock_unlock(&sp->rw);
 }
 
 /* ---- lock bias (kernel.h) --------------------------------------------------------- */
@@ -100,7 +156,7 @@ void odb_bias_init(struct odb_kernel *k, struct odb_bias *b)
 	b->last = NULL;
 	b->streak = 0;
 	b->threshold = k->lock_bias;
-	b->off = !k->lock_bias;
+	b->mode = k->sched_controlled ? ODB_BIAS_SCHED : !k->lock_bias ? ODB_BIAS_OFF : ODB_BIAS_ON;
 }
 
 /* The base lock is held and the lock is biased to another slot: take the bias
@@ -177,9 +233,9 @@ uint64_t odb_rng_next(struct odb_rng *r)
 
 uint32_t prandom_u32(struct odb_kernel *k)
 {
-	spin_lock(&k->rng_lock);
+	spin_lock(k, &k->rng_lock);
 	uint32_t v = (uint32_t)(odb_rng_next(&k->rng) >> 32);
-	spin_unlock(&k->rng_lock);
+	spin_unlock(k, &k->rng_lock);
 	return v;
 }
 
@@ -276,13 +332,11 @@ static struct odb_task *task_cache(struct odb_kernel *k, struct odb_task *t)
 	return t;
 }
 
-struct odb_task *odb_current_slow(struct odb_kernel *k)
+/* Make the calling thread's task: pid 0 takes the next one. */
+static struct odb_task *task_create(struct odb_kernel *k, int pid, const char *comm)
 {
-	struct odb_task *t = pthread_getspecific(k->task_key);
+	struct odb_task *t = aligned_alloc(_Alignof(struct odb_task), sizeof(*t));
 
-	if (t)
-		return task_cache(k, t);
-	t = aligned_alloc(_Alignof(struct odb_task), sizeof(*t));
 	if (!t)
 		return NULL;
 	memset(t, 0, sizeof(*t));
@@ -293,10 +347,13 @@ struct odb_task *odb_current_slow(struct odb_kernel *k)
 	t->irq_cpu = -1;
 	task_stack_bounds(t);
 	pthread_mutex_lock(&k->tasks_lock);
-	t->pid = ++k->next_pid;
+	t->pid = pid ? pid : ++k->next_pid;
 	list_add_tail(&t->node, &k->tasks);
 	pthread_mutex_unlock(&k->tasks_lock);
-	snprintf(t->comm, sizeof(t->comm), t->pid == 1 ? "swapper/0" : "task%d", t->pid);
+	if (comm)
+		snprintf(t->comm, sizeof(t->comm), "%s", comm);
+	else
+		snprintf(t->comm, sizeof(t->comm), t->pid == 1 ? "swapper/0" : "task%d", t->pid);
 	if (pthread_setspecific(k->task_key, t) != 0) {
 		pthread_mutex_lock(&k->tasks_lock);
 		list_del(&t->node);
@@ -305,6 +362,34 @@ struct odb_task *odb_current_slow(struct odb_kernel *k)
 		return NULL;
 	}
 	return task_cache(k, t);
+}
+
+struct odb_task *odb_current_slow(struct odb_kernel *k)
+{
+	struct odb_task *t = pthread_getspecific(k->task_key);
+
+	if (t)
+		return task_cache(k, t);
+	return task_create(k, 0, NULL);
+}
+
+int odb_next_pid(struct odb_kernel *k)
+{
+	int pid;
+
+	pthread_mutex_lock(&k->tasks_lock);
+	pid = ++k->next_pid;
+	pthread_mutex_unlock(&k->tasks_lock);
+	return pid;
+}
+
+/* A new thread's task with a pid given out before it started (the controlled
+ * scheduler numbers its tasks in spawn order, whatever order threads start in). */
+struct odb_task *odb_task_adopt(struct odb_kernel *k, int pid, const char *comm)
+{
+	if (pthread_getspecific(k->task_key))
+		return NULL;
+	return task_create(k, pid, comm);
 }
 
 int smp_processor_id(struct odb_kernel *k)
@@ -322,6 +407,8 @@ struct odb_task *odb_enter(struct odb_kernel *k)
 	t = odb_current(k);
 	if (unlikely(!t))
 		return NULL;
+	if (unlikely(odb_sched_on(k)) && !t->st && t->depth == 0 && !odb_sched_gate(k))
+		return NULL;   /* the kernel was wedged by a controlled run */
 	if (t->depth++ == 0)
 		t->errmsg[0] = '\0';
 	return t;
@@ -330,6 +417,13 @@ struct odb_task *odb_enter(struct odb_kernel *k)
 int odb_enter_failed(struct odb_kernel *k)
 {
 	return atomic_load(&k->closed) ? ODB_ECLOSED : ODB_ENOMEM;
+}
+
+uint64_t odb_stat_ns(struct odb_kernel *k)
+{
+	if (unlikely(odb_sched_on(k)))
+		return odb_sched_clock(k);
+	return odb_host_ns();
 }
 
 int odb_leave(struct odb_task *t, int ret)
@@ -537,7 +631,7 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	k->cmdline = strdup(cfg->cmdline ? cfg->cmdline : "");
 	INIT_LIST_HEAD(&k->tasks);
 	pthread_mutex_init(&k->tasks_lock, NULL);
-	pthread_mutex_init(&k->advance_lock, NULL);
+	mutex_init(&k->advance_lock);
 	pthread_mutex_init(&k->reports_lock, NULL);
 	spin_lock_init(&k->rng_lock);
 	odb_rng_seed(&k->rng, cfg->seed);
@@ -576,6 +670,11 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 		goto fail;
 	if (k->lock_bias && !odb_membarrier_ready())
 		k->lock_bias = 0;
+	if (k->sched_controlled) {
+		ret = odb_sched_init(k, eb, sizeof(eb));
+		if (ret)
+			goto fail;
+	}
 	for (i = 0; i < k->nr_cpu_ids; i++)
 		odb_bias_init(k, &k->cpus[i].irq_lock.bias);
 	ret = ODB_ENOMEM;
@@ -623,6 +722,14 @@ void odb_kernel_destroy(odb_kernel *k)
 	if (!k)
 		return;
 	atomic_store(&k->closed, true);
+	if (unlikely(odb_sched_on(k)) && odb_sched_wedged(k)) {
+		/* Tasks of a controlled run that ended in a deadlock or a stall still
+		 * wait inside k, holding its locks: give back the simulated memory
+		 * (they never touch it again) and leave everything else as it is. */
+		kasan_release_shadow(k);
+		odb_mem_exit(k);
+		return;
+	}
 	if (odb_wq_is_worker(k)) {
 		/* Destroyed from one of its own work items (e.g. a garbage collection
 		 * on the worker): the worker cannot join itself.  Stop it and let a
@@ -667,9 +774,10 @@ void odb_kernel_destroy(odb_kernel *k)
 	free(k->cpus);
 	spin_lock_destroy(&k->rng_lock);
 	pthread_mutex_destroy(&k->reports_lock);
-	pthread_mutex_destroy(&k->advance_lock);
+	mutex_destroy(&k->advance_lock);
 	pthread_mutex_destroy(&k->tasks_lock);
 	free(k->cmdline);
+	odb_sched_exit(k);
 	free(k);
 }
 

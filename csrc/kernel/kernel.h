@@ -61,21 +61,87 @@ static inline void list_del(struct list_head *e)
 #define list_for_each_safe(pos, n, head) \
 	for (pos = (head)->next, n = pos->next; pos != (head); pos = n, n = pos->next)
 
+/* ---- scheduling points (kernel/sched.c) ---------------------------------------- *
+ * With odebug.sched=controlled the kernel's tasks run one at a time and every
+ * scheduling point below hands control to the scheduler, which picks the next
+ * task (kernel/sched.c has the list of points).  A site names a point: what
+ * happens there and the source line.  With odebug.sched=free (the default)
+ * each point is one predictable test of k->sched in a slow path; the inline
+ * fast paths are never entered by a controlled kernel (its caches boot without
+ * them), so they carry no point at all. */
+enum odb_sp_kind {
+	ODB_SP_LOCK,        /* a lock acquire (spinlock, list_lock, mutex, slab_lock, irq lock) */
+	ODB_SP_UNLOCK,      /* its release */
+	ODB_SP_CMPXCHG,     /* a cmpxchg of slab freelist+counters */
+	ODB_SP_READ,        /* a READ_ONCE of state the kernel reads without its lock */
+	ODB_SP_WRITE,       /* a WRITE_ONCE of such state */
+	ODB_SP_WORK,        /* a work item starts */
+	ODB_SP_MARK,        /* an explicit odb_sched_point(): a racy window of the kernel code */
+	ODB_SP_NR
+};
+struct odb_sched_site {
+	const char *what;             /* "spin_lock(&d->pool_lock)", "cmpxchg_double_slab", ... */
+	const char *file;
+	unsigned int line;
+	unsigned int kind;            /* enum odb_sp_kind */
+};
+/* The site of the expansion point (static: one per call site, never on a hot path's way). */
+#define ODB_SITE(kind_, what_) __extension__ ({ \
+	static const struct odb_sched_site odb_site_ = { (what_), __FILE__, __LINE__, (kind_) }; \
+	&odb_site_; })
+/* Lock kinds the scheduler knows how to try, test and release. */
+enum odb_lock_kind { ODB_LK_SPIN, ODB_LK_FAST, ODB_LK_BIT, ODB_LK_MUTEX };
+
+struct odb_kernel;
+/* k runs under the controlled scheduler (defined below struct odb_kernel). */
+static inline bool odb_sched_on(const struct odb_kernel *k);
+/* The slow halves (kernel/sched.c).  A thread that is not one of the
+ * scheduler's tasks, or no run in progress: the plain lock operation. */
+void odb_sched_point_slow(struct odb_kernel *k, const struct odb_sched_site *site, const void *obj);
+void odb_sched_acquire(struct odb_kernel *k, const struct odb_sched_site *site, int kind, void *lock);
+bool odb_sched_tryacquire(struct odb_kernel *k, const struct odb_sched_site *site, int kind, void *lock);
+void odb_sched_release(struct odb_kernel *k, const struct odb_sched_site *site, int kind, void *lock);
+/* Wait until pred(arg) holds (another task makes it true): false when the
+ * caller is not a task of a controlled run (it then waits its own way). */
+bool odb_sched_wait(struct odb_kernel *k, const struct odb_sched_site *site, bool (*pred)(void *),
+		    void *arg);
+/* A scheduling point: where the kernel code has a racy window, another task
+ * may run here.  obj: what it concerns (a lock, a variable), or NULL. */
+#define odb_sched_point(k, what) \
+	do { if (unlikely(odb_sched_on(k))) odb_sched_point_slow((k), ODB_SITE(ODB_SP_MARK, (what)), NULL); } while (0)
+/* READ_ONCE/WRITE_ONCE of state the kernel reads without its lock, with a
+ * scheduling point first (and, under odebug.kcsan=on, a check for data races:
+ * marked = false for an access the design of the time left plain). */
+void odb_sched_access(struct odb_kernel *k, const struct odb_sched_site *site, const void *addr,
+		      bool write, bool marked);
+#define READ_ONCE_RACY(k, x, marked) __extension__ ({ \
+	if (unlikely(odb_sched_on(k))) \
+		odb_sched_access((k), ODB_SITE(ODB_SP_READ, "READ_ONCE(" #x ")"), &(x), false, (marked)); \
+	READ_ONCE(x); })
+#define WRITE_ONCE_RACY(k, x, v, marked) do { \
+	if (unlikely(odb_sched_on(k))) \
+		odb_sched_access((k), ODB_SITE(ODB_SP_WRITE, "WRITE_ONCE(" #x ")"), &(x), true, (marked)); \
+	WRITE_ONCE(x, v); } while (0)
+
 /* ---- locks ----------------------------------------------------------------- *
  * spinlock_t and raw_spinlock_t: one compare-and-swap to take, one exchange to
  * drop, as cheap as the kernel's uncontended spinlock; a contended waiter
  * spins briefly, then sleeps on a futex (threads may outnumber cores by far,
  * as in hackbench, where spinning would starve the lock holder).  The word is
- * 0 free, 1 held, 2 held with sleepers (the unlock then wakes one).         */
+ * 0 free, 1 held, 2 held with sleepers (the unlock then wakes one).
+ * The kernel-named operations take the kernel (spin_lock(k, l)): under the
+ * controlled scheduler each acquire and release is a scheduling point. */
 typedef struct { atomic_int v; } spinlock_t;
 typedef spinlock_t raw_spinlock_t;
-struct mutex { pthread_mutex_t m; };
+/* struct mutex: the same futex word (a holder may sleep; waiters sleep). */
+struct mutex { spinlock_t l; };
 
 void spin_lock_init(spinlock_t *l);
 void spin_lock_destroy(spinlock_t *l);
 void odb_spin_lock_wait(spinlock_t *l);
 void odb_spin_unlock_wake(spinlock_t *l);
-static inline void spin_lock(spinlock_t *l)
+/* The plain operations (no scheduling point). */
+static inline void __spin_lock(spinlock_t *l)
 {
 	int c = 0;
 
@@ -84,27 +150,51 @@ static inline void spin_lock(spinlock_t *l)
 		return;
 	odb_spin_lock_wait(l);
 }
-static inline void spin_unlock(spinlock_t *l)
+static inline void __spin_unlock(spinlock_t *l)
 {
 	if (unlikely(atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2))
 		odb_spin_unlock_wake(l);
 }
-static inline bool spin_trylock(spinlock_t *l)
+static inline bool __spin_trylock(spinlock_t *l)
 {
 	int c = 0;
 
 	return atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
 						       memory_order_relaxed);
 }
+static inline void odb_spin_lock(struct odb_kernel *k, spinlock_t *l, const struct odb_sched_site *site,
+				 int kind)
+{
+	if (unlikely(odb_sched_on(k)))
+		odb_sched_acquire(k, site, kind, l);
+	else
+		__spin_lock(l);
+}
+static inline void odb_spin_unlock(struct odb_kernel *k, spinlock_t *l, const struct odb_sched_site *site,
+				   int kind)
+{
+	if (unlikely(odb_sched_on(k)))
+		odb_sched_release(k, site, kind, l);
+	else
+		__spin_unlock(l);
+}
+static inline bool odb_spin_trylock(struct odb_kernel *k, spinlock_t *l, const struct odb_sched_site *site)
+{
+	if (unlikely(odb_sched_on(k)))
+		return odb_sched_tryacquire(k, site, ODB_LK_SPIN, l);
+	return __spin_trylock(l);
+}
+#define spin_lock(k, l)    odb_spin_lock((k), (l), ODB_SITE(ODB_SP_LOCK, "spin_lock(" #l ")"), ODB_LK_SPIN)
+#define spin_unlock(k, l)  odb_spin_unlock((k), (l), ODB_SITE(ODB_SP_UNLOCK, "spin_unlock(" #l ")"), ODB_LK_SPIN)
+#define spin_trylock(k, l) odb_spin_trylock((k), (l), ODB_SITE(ODB_SP_LOCK, "spin_trylock(" #l ")"))
 #define raw_spin_lock_init spin_lock_init
 #define raw_spin_lock spin_lock
 #define raw_spin_unlock spin_unlock
 #define raw_spin_trylock spin_trylock
 void mutex_init(struct mutex *m);
 void mutex_destroy(struct mutex *m);
-static inline void mutex_lock(struct mutex *m) { pthread_mutex_lock(&m->m); }
-static inline void mutex_unlock(struct mutex *m) { pthread_mutex_unlock(&m->m); }
-static inline bool mutex_trylock(struct mutex *m) { return pthread_mutex_trylock(&m->m) == 0; }
+#define mutex_lock(k, m)   odb_spin_lock((k), &(m)->l, ODB_SITE(ODB_SP_LOCK, "mutex_lock(" #m ")"), ODB_LK_MUTEX)
+#define mutex_unlock(k, m) odb_spin_unlock((k), &(m)->l, ODB_SITE(ODB_SP_UNLOCK, "mutex_unlock(" #m ")"), ODB_LK_MUTEX)
 
 enum { ODB_BIAS_IRQ, ODB_BIAS_NODE, ODB_BIAS_NR };
 #define ODB_BIAS_NEVER ((void *)1)
@@ -141,6 +231,7 @@ struct odb_task {
 	unsigned int depth;           /* nesting of public API calls (callbacks) */
 	unsigned long slab_errors;    /* KUnit-rule error count made by this task */
 	bool exclusive;               /* holds its vCPU's irq lock while bound (odb_bind_cpu_exclusive) */
+	struct odb_stask *st;         /* its task of the controlled scheduler (kernel/sched.c), or NULL */
 	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
 	struct odb_task_slot own_slot;
 };
@@ -204,11 +295,18 @@ struct odb_bias {
 	struct odb_kernel *k;         /* its counters */
 	struct odb_task_slot *last;   /* last, streak, threshold: under the base lock */
 	unsigned int streak, threshold;
-	bool off;                     /* never biased (odebug.lock_bias=off): fixed at init */
+	uint8_t mode;                 /* enum odb_bias_mode, fixed at init */
+};
+enum odb_bias_mode {
+	ODB_BIAS_ON,                  /* biased after `threshold' acquisitions in a row */
+	ODB_BIAS_OFF,                 /* never biased (odebug.lock_bias=off): the fast paths
+				       * may take the lock word by one exchange */
+	ODB_BIAS_SCHED,               /* never biased, and every acquisition goes through the
+				       * controlled scheduler (odebug.sched=controlled) */
 };
 
 struct odb_kernel;
-/* threshold from odebug.lock_bias= (0: never biased) */
+/* threshold from odebug.lock_bias= (0: never biased), mode from it and odebug.sched= */
 void odb_bias_init(struct odb_kernel *k, struct odb_bias *b);
 /* Between the owner's note and its read of the owner: a compiler barrier on
  * these two words only (the store cannot sink below it, the load cannot rise
@@ -261,7 +359,7 @@ static inline void odb_bias_acquired(struct odb_bias *b, struct odb_task_slot *m
 		odb_bias_revoke(b, cls, lock);
 	else if (o)
 		return;   /* biased to me already (a nested entry, an exclusive binding) */
-	if (b->off)
+	if (b->mode)
 		return;
 	if (likely(b->last == me) && b->streak + 1 < b->threshold)
 		b->streak++;
@@ -291,6 +389,8 @@ static inline void odb_fastlock_unlock(struct odb_fastlock *l, struct odb_task_s
 {
 	if (odb_bias_held(me, ODB_BIAS_IRQ, l))
 		odb_bias_exit(me, ODB_BIAS_IRQ);
+	else if (unlikely(l->bias.mode == ODB_BIAS_SCHED))
+		odb_sched_release(l->bias.k, ODB_SITE(ODB_SP_UNLOCK, "local_irq_restore"), ODB_LK_FAST, l);
 	else
 		atomic_store_explicit(&l->v, NULL, memory_order_release);
 }
@@ -302,20 +402,47 @@ static inline void odb_bspin_lock_init(struct odb_kernel *k, struct odb_bspinloc
 	spin_lock_init(&bl->l);
 	odb_bias_init(k, &bl->bias);
 }
-static inline void odb_bspin_lock(struct odb_bspinlock *bl, struct odb_task_slot *me)
+static inline void odb_bspin_lock_at(struct odb_bspinlock *bl, struct odb_task_slot *me,
+				     const struct odb_sched_site *site)
 {
 	if (likely(odb_bias_enter(&bl->bias, me, ODB_BIAS_NODE, bl)))
 		return;
-	spin_lock(&bl->l);
+	if (unlikely(bl->bias.mode == ODB_BIAS_SCHED)) {
+		odb_sched_acquire(bl->bias.k, site, ODB_LK_SPIN, &bl->l);
+		return;
+	}
+	__spin_lock(&bl->l);
 	odb_bias_acquired(&bl->bias, me, ODB_BIAS_NODE, bl);
 }
-static inline void odb_bspin_unlock(struct odb_bspinlock *bl, struct odb_task_slot *me)
+static inline void odb_bspin_unlock_at(struct odb_bspinlock *bl, struct odb_task_slot *me,
+				       const struct odb_sched_site *site)
 {
 	if (odb_bias_held(me, ODB_BIAS_NODE, bl))
 		odb_bias_exit(me, ODB_BIAS_NODE);
+	else if (unlikely(bl->bias.mode == ODB_BIAS_SCHED))
+		odb_sched_release(bl->bias.k, site, ODB_LK_SPIN, &bl->l);
 	else
-		spin_unlock(&bl->l);
+		__spin_unlock(&bl->l);
 }
+#define odb_bspin_lock(bl, me) \
+	odb_bspin_lock_at((bl), (me), ODB_SITE(ODB_SP_LOCK, "spin_lock(" #bl ")"))
+#define odb_bspin_unlock(bl, me) \
+	odb_bspin_unlock_at((bl), (me), ODB_SITE(ODB_SP_UNLOCK, "spin_unlock(" #bl ")"))
+
+/* ---- SRCU (the quarantine's remove_cache_srcu) ------------------------------------ *
+ * srcu_read_lock/unlock around a read-side section, synchronize_srcu waits
+ * until no section is in progress.  A reader-writer lock on a free kernel;
+ * under the controlled scheduler a count of readers that the scheduler's wait
+ * knows of (the lock and unlock are points). */
+struct srcu_struct {
+	pthread_rwlock_t rw;
+	atomic_long readers;
+};
+void init_srcu_struct(struct srcu_struct *sp);
+void cleanup_srcu_struct(struct srcu_struct *sp);
+void srcu_read_lock(struct odb_kernel *k, struct srcu_struct *sp);
+void srcu_read_unlock(struct odb_kernel *k, struct srcu_struct *sp);
+void synchronize_srcu(struct odb_kernel *k, struct srcu_struct *sp);
 
 /* ---- vCPUs and "interrupts disabled" ----------------------------------------- */
 struct odb_cpu {
@@ -329,9 +456,11 @@ void odb_local_irq_restore(struct odb_kernel *k, unsigned long flags);
 #define local_irq_save(k, flags)    do { (flags) = odb_local_irq_save(k); } while (0)
 #define local_irq_restore(k, flags) odb_local_irq_restore(k, flags)
 #define raw_spin_lock_irqsave(k, l, flags) \
-	do { local_irq_save(k, flags); raw_spin_lock(l); } while (0)
+	do { local_irq_save(k, flags); \
+	     odb_spin_lock((k), (l), ODB_SITE(ODB_SP_LOCK, "spin_lock_irqsave(" #l ")"), ODB_LK_SPIN); } while (0)
 #define raw_spin_unlock_irqrestore(k, l, flags) \
-	do { raw_spin_unlock(l); local_irq_restore(k, flags); } while (0)
+	do { odb_spin_unlock((k), (l), ODB_SITE(ODB_SP_UNLOCK, "spin_unlock_irqrestore(" #l ")"), ODB_LK_SPIN); \
+	     local_irq_restore(k, flags); } while (0)
 #define spin_lock_irqsave raw_spin_lock_irqsave
 #define spin_unlock_irqrestore raw_spin_unlock_irqrestore
 
@@ -517,9 +646,13 @@ struct odb_log {
 };
 
 #define ODB_TASK_SLOT_BITS 8
+struct odb_sched;
 struct odb_kernel {
 	/* first, so that odb_current_fast indexes k itself */
 	struct odb_task_slot task_slots[1u << ODB_TASK_SLOT_BITS];
+	/* the controlled scheduler (odebug.sched=controlled), NULL when free */
+	struct odb_sched *sched;
+	bool sched_controlled;            /* odebug.sched=controlled was given */
 	/* configuration */
 	unsigned int nr_cpu_ids;          /* online vCPUs */
 	unsigned int config_nr_cpus;      /* CONFIG_NR_CPUS */
@@ -546,7 +679,7 @@ struct odb_kernel {
 	/* time */
 	_Atomic uint64_t now_ns;          /* virtual clock */
 	uint64_t boot_host_ns;            /* real clock origin */
-	pthread_mutex_t advance_lock;
+	struct mutex advance_lock;        /* a sleeping lock: work items run under it */
 
 	/* workqueue */
 	pthread_mutex_t wq_lock;
@@ -592,6 +725,16 @@ struct odb_kernel {
 	void *kasan;
 	void *debugobjects;
 };
+
+static inline bool odb_sched_on(const struct odb_kernel *k)
+{
+	return k->sched != NULL;
+}
+/* A clock for the kernel's own measurements (lock hold times, eviction
+ * times): the host's CLOCK_MONOTONIC, or under the controlled scheduler the
+ * count of scheduling points passed, so that every figure of a controlled run
+ * is the same in every replay. */
+uint64_t odb_stat_ns(struct odb_kernel *k);
 
 /* odb_current's fast lookup: the kernel's table of its threads' tasks, one
  * slot per thread hashed from the thread pointer (the TCB address, unique
@@ -695,7 +838,8 @@ static inline bool odb_irq_fast_try(struct odb_task *t, struct odb_irq_fast *f)
 		f->held = &me->held[ODB_BIAS_IRQ];
 		return true;
 	}
-	if (l->bias.off && !atomic_exchange_explicit(&l->v, ODB_LOCKED, memory_order_acquire)) {
+	if (l->bias.mode == ODB_BIAS_OFF &&
+	    !atomic_exchange_explicit(&l->v, ODB_LOCKED, memory_order_acquire)) {
 		f->held = &l->v;
 		return true;
 	}
@@ -712,6 +856,18 @@ static inline void odb_irq_fast_save(struct odb_task *t, struct odb_irq_fast *f)
 static inline void odb_irq_fast_restore(const struct odb_irq_fast *f)
 {
 	atomic_store_explicit(f->held, NULL, memory_order_release);
+}
+/* odb_irq_fast_restore for a section entered by odb_irq_fast_save on a slow
+ * path (a controlled kernel takes no inline fast path, so there the section
+ * is its vCPU's base lock or an outer one): the release of the base lock is a
+ * scheduling point under the controlled scheduler. */
+static inline void odb_irq_fast_release(struct odb_task *t, const struct odb_irq_fast *f)
+{
+	if (unlikely(odb_sched_on(t->k)) && f->held != &t->idle_note)
+		odb_sched_release(t->k, ODB_SITE(ODB_SP_UNLOCK, "local_irq_restore"), ODB_LK_FAST,
+				  container_of(f->held, struct odb_fastlock, v));
+	else
+		odb_irq_fast_restore(f);
 }
 static inline void odb_irq_nest(struct odb_task *t, int cpu)
 {
@@ -773,6 +929,21 @@ static inline uint64_t page_to_pfn(struct odb_kernel *k, const struct page *p)
 {
 	return (uint64_t)(p - k->pages);
 }
+
+/* The controlled scheduler's life (kernel/sched.c).  A wedged scheduler (a
+ * run ended in a deadlock or a stall) has tasks that still wait inside it:
+ * its kernel is never freed (odb_kernel_destroy gives back its memory only). */
+int odb_sched_init(struct odb_kernel *k, char *errbuf, size_t errlen);
+void odb_sched_exit(struct odb_kernel *k);
+bool odb_sched_wedged(struct odb_kernel *k);
+/* A thread that is not one of the scheduler's tasks enters the kernel: wait
+ * until no run is in progress.  false: the kernel is wedged (closed). */
+bool odb_sched_gate(struct odb_kernel *k);
+/* Scheduling points passed since boot (odb_stat_ns of a controlled kernel). */
+uint64_t odb_sched_clock(struct odb_kernel *k);
+/* A task's comm and pid for a thread that is about to run as a scheduler task. */
+struct odb_task *odb_task_adopt(struct odb_kernel *k, int pid, const char *comm);
+int odb_next_pid(struct odb_kernel *k);
 
 /* Internal pieces of kernel.c used by the other kernel/ files. */
 int odb_mem_init(struct odb_kernel *k);

@@ -191,7 +191,7 @@ struct page *alloc_pages(struct odb_kernel *k, unsigned int gfp, unsigned int or
 	 * slowpath, so there is no warn_alloc() for it (only the fault dump). */
 	if (unlikely(should_fail_alloc_page(k, gfp, order)))
 		return NULL;
-	spin_lock(&z->lock);
+	spin_lock(k, &z->lock);
 	for (o = order; o <= MAX_PAGE_ORDER; o++)
 		if (z->free_head[o])
 			break;
@@ -204,7 +204,7 @@ struct page *alloc_pages(struct odb_kernel *k, unsigned int gfp, unsigned int or
 			buddy_list_add(k, p + (1u << o), o);
 		}
 	}
-	spin_unlock(&z->lock);
+	spin_unlock(k, &z->lock);
 	if (!p) {
 		warn_alloc(k, gfp, order);
 		return NULL;
@@ -236,7 +236,7 @@ void __free_pages(struct odb_kernel *k, struct page *page, unsigned int order)
 	for (uint32_t i = 0; i < (1u << order); i++)
 		WRITE_ONCE(page[i].flags, 0);
 	atomic_fetch_add(&k->nr_free_pages, 1ULL << order);
-	spin_lock(&z->lock);
+	spin_lock(k, &z->lock);
 	while (order < MAX_PAGE_ORDER) {
 		uint64_t bpfn = pfn ^ (1ULL << order);
 		struct page *b;
@@ -252,7 +252,7 @@ void __free_pages(struct odb_kernel *k, struct page *page, unsigned int order)
 		order++;
 	}
 	buddy_list_add(k, &k->pages[pfn], order);
-	spin_unlock(&z->lock);
+	spin_unlock(k, &z->lock);
 }
 
 void odb_register_page_free_hook(struct odb_kernel *k, odb_page_free_hook fn)

@@ -108,15 +108,15 @@ static int set_fail_page_alloc(struct odb_kernel *k, const char *val)
 	return setup_fault_attr(k, &k->fail_page_alloc.attr, val);
 }
 
-static void get_fault(struct fault_attr *a, char *buf, size_t len)
+static void get_fault(struct odb_kernel *k, struct fault_attr *a, char *buf, size_t len)
 {
-	spin_lock(&a->lock);
+	spin_lock(k, &a->lock);
 	snprintf(buf, len, "%lu,%lu,%ld,%ld", a->interval, a->probability, a->space, a->times);
-	spin_unlock(&a->lock);
+	spin_unlock(k, &a->lock);
 }
 
-static void get_failslab(struct odb_kernel *k, char *buf, size_t len) { get_fault(&k->failslab.attr, buf, len); }
-static void get_fail_page_alloc(struct odb_kernel *k, char *buf, size_t len) { get_fault(&k->fail_page_alloc.attr, buf, len); }
+static void get_failslab(struct odb_kernel *k, char *buf, size_t len) { get_fault(k, &k->failslab.attr, buf, len); }
+static void get_fail_page_alloc(struct odb_kernel *k, char *buf, size_t len) { get_fault(k, &k->fail_page_alloc.attr, buf, len); }
 
 /* odebug.lock_bias=on|off|<n>: whether locks taken again and again by one
  * thread are biased to it (kernel.h); off keeps one atomic operation per
@@ -143,12 +143,30 @@ static void get_lock_bias(struct odb_kernel *k, char *buf, size_t len)
 	snprintf(buf, len, "%u", k->lock_bias);
 }
 
+/* odebug.sched=free|controlled: the kernel's tasks run freely on their threads,
+ * or one at a time under the controlled scheduler (kernel/sched.c). */
+static int set_sched(struct odb_kernel *k, const char *val)
+{
+	static const char *const names[] = { "free", "controlled", NULL };
+	int i, r = odb_param_choice(k, "odebug.sched", val, names, &i);
+
+	if (!r)
+		k->sched_controlled = i == 1;
+	return r;
+}
+
+static void get_sched(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", k->sched_controlled ? "controlled" : "free");
+}
+
 const struct odb_param odb_params[] = {
 	{ "panic_on_warn", set_panic_on_warn, get_panic_on_warn },
 	{ "hz", set_hz, get_hz },
 	{ "failslab", set_failslab, get_failslab },
 	{ "fail_page_alloc", set_fail_page_alloc, get_fail_page_alloc },
 	{ "odebug.lock_bias", set_lock_bias, get_lock_bias },
+	{ "odebug.sched", set_sched, get_sched },
 	ODB_ROOM_PARAMS
 	{ NULL, NULL, NULL },
 };

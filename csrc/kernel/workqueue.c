@@ -99,6 +99,8 @@ static void run_work_locked(struct odb_kernel *k, struct odb_work *w)
 		task_set_cpu(k, t, cpu);
 		t->in_work++;
 	}
+	if (unlikely(odb_sched_on(k)))
+		odb_sched_point_slow(k, ODB_SITE(ODB_SP_WORK, "work item start"), w);
 	fn(k, arg);
 	if (t) {
 		t->in_work--;
@@ -112,12 +114,36 @@ static void run_work_locked(struct odb_kernel *k, struct odb_work *w)
 	pthread_cond_broadcast(&k->wq_cond);
 }
 
+struct running_wait { struct odb_work *w; struct odb_task *t; };
+
+static bool work_stopped(void *arg)
+{
+	struct running_wait *x = arg;
+
+	return !x->w->running || x->w->runner == x->t;
+}
+
+/* Wait (wq_lock held) for w to stop running in another task: a condition
+ * variable, or under the controlled scheduler a wait it knows of. */
+static void wait_work_stopped(struct odb_kernel *k, struct odb_work *w, struct odb_task *t)
+{
+	struct running_wait x = { w, t };
+
+	if (unlikely(odb_sched_on(k)) && t && t->st) {
+		pthread_mutex_unlock(&k->wq_lock);
+		odb_sched_wait(k, ODB_SITE(ODB_SP_LOCK, "wait for a running work item"), work_stopped, &x);
+		pthread_mutex_lock(&k->wq_lock);
+		return;
+	}
+	pthread_cond_wait(&k->wq_cond, &k->wq_lock);
+}
+
 static void wait_not_running(struct odb_kernel *k, struct odb_work *w)
 {
 	struct odb_task *t = pthread_getspecific(k->task_key);
 
 	while (w->running && w->runner != t)
-		pthread_cond_wait(&k->wq_cond, &k->wq_lock);
+		wait_work_stopped(k, w, t);
 }
 
 bool cancel_delayed_work_sync(struct odb_kernel *k, struct odb_work *w)
@@ -253,10 +279,10 @@ int odb_advance(odb_kernel *k, uint64_t ns)
 					    "advance() needs clock='virtual' (this kernel runs on the real clock)"));
 	if (t->in_work)
 		return odb_leave(t, odb_err(k, ODB_ESTATE, "advance() called from a work item"));
-	pthread_mutex_lock(&k->advance_lock);
+	mutex_lock(k, &k->advance_lock);
 	target = atomic_load(&k->now_ns);
 	if (ns > UINT64_MAX - target) {
-		pthread_mutex_unlock(&k->advance_lock);
+		mutex_unlock(k, &k->advance_lock);
 		return odb_leave(t, odb_err(k, ODB_ERANGE,
 					    "advance: %llu ns would overflow the clock",
 					    (unsigned long long)ns));
@@ -274,7 +300,7 @@ int odb_advance(odb_kernel *k, uint64_t ns)
 		if (w->running) {
 			if (w->runner == t)
 				break;      /* re-queued by itself from inside advance: next advance */
-			pthread_cond_wait(&k->wq_cond, &k->wq_lock);
+			wait_work_stopped(k, w, t);
 			continue;
 		}
 		if (w->due_ns > atomic_load(&k->now_ns))
@@ -283,7 +309,7 @@ int odb_advance(odb_kernel *k, uint64_t ns)
 	}
 	atomic_store_explicit(&k->now_ns, target, memory_order_release);
 	pthread_mutex_unlock(&k->wq_lock);
-	pthread_mutex_unlock(&k->advance_lock);
+	mutex_unlock(k, &k->advance_lock);
 	return odb_leave(t, ODB_OK);
 }
 

@@ -18,6 +18,7 @@ typedef struct {
 	PyObject *WorkType;
 	PyObject *RawType;
 	PyObject *CacheType;      /* slab.c */
+	PyObject *StrategyType;   /* sched.c */
 	PyObject *Error;          /* odebug.Error */
 	PyObject *InvalidArgument;/* Error, ValueError */
 	PyObject *ClosedError;    /* Error, RuntimeError */
@@ -74,5 +75,7 @@ KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open);
 typedef int (*odb_py_room_init)(PyObject *module, core_state *st);
 extern const odb_py_room_init odb_py_rooms[];
 int odb_py_slab_init(PyObject *module, core_state *st);
+/* The scheduler's wait hooks on a new kernel (python/sched.c). */
+void odb_py_sched_hooks(odb_kernel *k);
 
 #endif

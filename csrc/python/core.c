@@ -272,6 +272,7 @@ static int Kernel_init(KernelObject *self, PyObject *args, PyObject *kw)
 	}
 	self->k = k;
 	odb_set_frame_hook(k, py_frame_hook, self);
+	odb_py_sched_hooks(k);
 	return 0;
 }
 
@@ -1097,6 +1098,7 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
 	Py_VISIT(st->WorkType);
 	Py_VISIT(st->RawType);
 	Py_VISIT(st->CacheType);
+	Py_VISIT(st->StrategyType);
 	Py_VISIT(st->Error);
 	Py_VISIT(st->InvalidArgument);
 	Py_VISIT(st->ClosedError);
@@ -1114,6 +1116,7 @@ static int core_clear(PyObject *m)
 	Py_CLEAR(st->WorkType);
 	Py_CLEAR(st->RawType);
 	Py_CLEAR(st->CacheType);
+	Py_CLEAR(st->StrategyType);
 	Py_CLEAR(st->Error);
 	Py_CLEAR(st->InvalidArgument);
 	Py_CLEAR(st->ClosedError);

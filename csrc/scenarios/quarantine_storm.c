@@ -54,7 +54,7 @@ static void *storm_run(void *arg)
 
 		if (locked) {
 			t0 = odb_host_ns();
-			mutex_lock(st->shared);
+			mutex_lock(k, st->shared);
 			t1 = odb_host_ns() - t0;
 			st->mutex_ops++;
 			st->mutex_wait_total += t1;
@@ -72,7 +72,7 @@ static void *storm_run(void *arg)
 		t1 = odb_host_ns();
 		st->alloc_ns[i] = clamp32(t1 - t0);
 		if (locked)
-			mutex_unlock(st->shared);
+			mutex_unlock(k, st->shared);
 		if (!ring[slot]) {
 			st->ret = ODB_ENOMEM;
 			break;

@@ -21,12 +21,12 @@ static void kfree_rcu_work(struct odb_kernel *k, void *arg)
 	void **objs;
 	size_t n;
 
-	spin_lock(&r->lock);
+	spin_lock(k, &r->lock);
 	objs = r->objs;
 	n = r->n;
 	r->objs = NULL;
 	r->n = r->cap = 0;
-	spin_unlock(&r->lock);
+	spin_unlock(k, &r->lock);
 	for (size_t i = 0; i < n; i++)
 		kfree(k, objs[i]);
 	free(objs);
@@ -63,19 +63,19 @@ int kvfree_rcu(struct odb_kernel *k, void *obj)
 
 	if (!obj)
 		return 0;
-	spin_lock(&r->lock);
+	spin_lock(k, &r->lock);
 	if (r->n == r->cap) {
 		size_t ncap = r->cap ? r->cap * 2 : 64;
 		void **no = realloc(r->objs, ncap * sizeof(*no));
 		if (!no) {
-			spin_unlock(&r->lock);
+			spin_unlock(k, &r->lock);
 			return odb_err(k, ODB_ENOMEM, "kfree_rcu: out of memory");
 		}
 		r->objs = no;
 		r->cap = ncap;
 	}
 	r->objs[r->n++] = obj;
-	spin_unlock(&r->lock);
+	spin_unlock(k, &r->lock);
 	schedule_delayed_work(k, &r->work, 1);
 	return 0;
 }

@@ -30,6 +30,7 @@ typedef unsigned int gfp_t;
 /* internal */
 #define __OBJECT_POISON         0x80000000U
 #define __CMPXCHG_DOUBLE        0x40000000U
+#define __SCHED_POINTS          0x20000000U   /* cmpxchg is a scheduling point (odebug.sched=controlled) */
 
 #define DEBUG_DEFAULT_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER)
 #define SLAB_DEBUG_FLAGS (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE | \

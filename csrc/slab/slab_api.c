@@ -76,7 +76,7 @@ int odb_kmem_cache_create(odb_kernel *k, const char *name, unsigned int size, un
 	ENTER(k);
 
 	*out = NULL;
-	if (flags & (__OBJECT_POISON | __CMPXCHG_DOUBLE))
+	if (flags & (__OBJECT_POISON | __CMPXCHG_DOUBLE | __SCHED_POINTS))
 		LEAVE(odb_err(k, ODB_EINVAL, "flags: 0x%x has internal bits set", flags));
 	if (name && strlen(name) >= 64)
 		LEAVE(odb_err(k, ODB_EINVAL, "kmem_cache_create: name longer than 63 characters"));
@@ -112,11 +112,11 @@ size_t odb_kmem_cache_list(odb_kernel *k, odb_cache **out, size_t max)
 	struct list_head *pos;
 	size_t n = 0;
 
-	mutex_lock(&ss->slab_mutex);
+	mutex_lock(k, &ss->slab_mutex);
 	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next, n++)
 		if (n < max)
 			out[n] = list_entry(pos, struct kmem_cache, list);
-	mutex_unlock(&ss->slab_mutex);
+	mutex_unlock(k, &ss->slab_mutex);
 	return n;
 }
 
@@ -399,7 +399,7 @@ char *odb_slabinfo_text(odb_kernel *k)
 		"# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab>"
 		" : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs>"
 		" <sharedavail>\n");
-	mutex_lock(&ss->slab_mutex);
+	mutex_lock(k, &ss->slab_mutex);
 	/* /proc/slabinfo lists the newest cache first */
 	for (pos = ss->slab_caches.prev; pos != &ss->slab_caches; pos = pos->prev) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
@@ -423,7 +423,7 @@ char *odb_slabinfo_text(odb_kernel *k)
 		memcpy(buf + len, line, (size_t)n + 1);
 		len += (size_t)n;
 	}
-	mutex_unlock(&ss->slab_mutex);
+	mutex_unlock(k, &ss->slab_mutex);
 	return buf;
 }
 

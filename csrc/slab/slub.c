@@ -39,7 +39,7 @@ const char *const slub_stat_names[NR_SLUB_STAT_ITEMS] = {
 #define PAGE_ALLOC_COSTLY_ORDER 3
 
 /* ---- slab lock and the double-word cmpxchg ----------------------------------------- */
-void slab_lock(struct slab *sl)
+void __slab_lock(struct slab *sl)
 {
 	int z;
 
@@ -53,7 +53,7 @@ void slab_lock(struct slab *sl)
 	}
 }
 
-void slab_unlock(struct slab *sl)
+void __slab_unlock(struct slab *sl)
 {
 	atomic_store_explicit(&sl->lock, 0, memory_order_release);
 }
@@ -62,12 +62,55 @@ void slab_unlock(struct slab *sl)
 #define ODB_NO_CMPXCHG16 1   /* TSan does not model 16-byte CAS: use the slab lock */
 #endif
 
+/* The cmpxchg and the snapshot of a controlled kernel's cache: a scheduling
+ * point first, the slab lock through the scheduler (out of line: a free
+ * kernel's paths below test one more flag bit and nothing else). */
+static __attribute__((noinline, cold))
+bool cmpxchg_double_slab_sched(struct kmem_cache *s, struct slab *sl, int cpu,
+			       void *freelist_old, unsigned long counters_old,
+			       void *freelist_new, unsigned long counters_new)
+{
+	bool ok;
+
+	odb_sched_point_slow(s->k, ODB_SITE(ODB_SP_CMPXCHG, "cmpxchg_double_slab"), sl);
+#if !defined(ODB_NO_CMPXCHG16)
+	if (s->flags & __CMPXCHG_DOUBLE) {
+		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
+		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
+
+		ok = __sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n);
+		goto out;
+	}
+#endif
+	slab_lock(s, sl);
+	ok = sl->freelist == freelist_old && sl->counters == counters_old;
+	if (ok)
+		slab_set(sl, freelist_new, counters_new);
+	slab_unlock(s, sl);
+#if !defined(ODB_NO_CMPXCHG16)
+out:
+#endif
+	if (!ok)
+		stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
+	return ok;
+}
+
+static __attribute__((noinline, cold))
+void slab_snapshot_sched(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long *c)
+{
+	slab_lock(s, sl);
+	*fl = sl->freelist;
+	*c = sl->counters;
+	slab_unlock(s, sl);
+}
+
 static bool cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu,
 				void *freelist_old, unsigned long counters_old,
 				void *freelist_new, unsigned long counters_new)
 {
 #if !defined(ODB_NO_CMPXCHG16)
-	if (s->flags & __CMPXCHG_DOUBLE) {
+	/* one test for both: the double-word instruction, and no scheduling point */
+	if (likely((s->flags & (__CMPXCHG_DOUBLE | __SCHED_POINTS)) == __CMPXCHG_DOUBLE)) {
 		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
 		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
 		if (__sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n))
@@ -76,13 +119,16 @@ static bool cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu,
 		return false;
 	}
 #endif
-	slab_lock(sl);
+	if (unlikely(s->flags & __SCHED_POINTS))
+		return cmpxchg_double_slab_sched(s, sl, cpu, freelist_old, counters_old, freelist_new,
+						 counters_new);
+	__slab_lock(sl);
 	if (sl->freelist == freelist_old && sl->counters == counters_old) {
 		slab_set(sl, freelist_new, counters_new);
-		slab_unlock(sl);
+		__slab_unlock(sl);
 		return true;
 	}
-	slab_unlock(sl);
+	__slab_unlock(sl);
 	stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
 	return false;
 }
@@ -97,10 +143,14 @@ static void slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsi
 		return;
 	}
 #endif
-	slab_lock(sl);
+	if (unlikely(s->flags & __SCHED_POINTS)) {
+		slab_snapshot_sched(s, sl, fl, c);
+		return;
+	}
+	__slab_lock(sl);
 	*fl = sl->freelist;
 	*c = sl->counters;
-	slab_unlock(sl);
+	__slab_unlock(sl);
 }
 
 /* ---- object geometry ------------------------------------------------------------ */
@@ -1158,7 +1208,7 @@ void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void
 		__slab_free(s, sl, head, tail, cnt, addr, f.cpu);
 		odb_irq_unnest(t);
 	}
-	odb_irq_fast_restore(&f);
+	odb_irq_fast_release(t, &f);
 }
 
 void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, int cnt,
@@ -1520,12 +1570,15 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	if (slab_state(k)->path == SLUB_PATH_LOCKED ? !kmem_cache_debug(s) :
 	    !(s->flags & SLAB_NO_CMPXCHG))
 		s->flags |= __CMPXCHG_DOUBLE;
+	if (k->sched_controlled)
+		s->flags |= __SCHED_POINTS;
 	set_min_partial(s, (unsigned long)ilog2_u(s->size) / 2);
 	set_cpu_partial(s);
 	/* No hook could act on an allocation or free of this cache (KASAN is
 	 * fixed at boot, before the first cache): slab_alloc and kmem_cache_free
 	 * may take their inline fast paths. */
-	s->fastpath = !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE)) && !kasan_enabled(k);
+	s->fastpath = !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE)) && !kasan_enabled(k) &&
+		      !k->sched_controlled;   /* a controlled kernel's every step is a slow path */
 	/* debug objects are set up before the first cache and are never turned
 	 * on later (only off, after which the slow path's gate skips the check) */
 	s->check_obj_freed = !(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(k);
@@ -1540,10 +1593,11 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	s->debug_init_only = s->modern_debug && !s->debug_checks &&
 			     !(s->flags & (SLAB_STORE_USER | SLAB_TRACE));
 	s->modern_fast = s->debug_init_only && s->init_poison_only && !s->kasan &&
-			 !s->check_obj_freed && s->object_size >= 16 && s->object_size <= 64;
-	mutex_lock(&slab_state(k)->slab_mutex);
+			 !s->check_obj_freed && s->object_size >= 16 && s->object_size <= 64 &&
+			 !k->sched_controlled;
+	mutex_lock(k, &slab_state(k)->slab_mutex);
 	list_add_tail(&s->list, &slab_state(k)->slab_caches);
-	mutex_unlock(&slab_state(k)->slab_mutex);
+	mutex_unlock(k, &slab_state(k)->slab_mutex);
 	return s;
 }
 
@@ -1553,7 +1607,7 @@ struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name)
 	struct list_head *pos, *n;
 	struct kmem_cache *found = NULL;
 
-	mutex_lock(&ss->slab_mutex);
+	mutex_lock(k, &ss->slab_mutex);
 	list_for_each_safe(pos, n, &ss->slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 		if (!strcmp(s->name, name)) {
@@ -1561,7 +1615,7 @@ struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name)
 			break;
 		}
 	}
-	mutex_unlock(&ss->slab_mutex);
+	mutex_unlock(k, &ss->slab_mutex);
 	return found;
 }
 
@@ -1680,9 +1734,9 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 	if (!s)
 		return;
 	kvfree_rcu_barrier(k);      /* v6.12+: pending kfree_rcu()s first */
-	mutex_lock(&slab_state(k)->slab_mutex);
+	mutex_lock(k, &slab_state(k)->slab_mutex);
 	list_del(&s->list);
-	mutex_unlock(&slab_state(k)->slab_mutex);
+	mutex_unlock(k, &slab_state(k)->slab_mutex);
 	kasan_cache_shutdown(s);          /* quarantined objects go back first */
 	err = kmem_cache_shutdown(s);
 	if (err) {

@@ -212,8 +212,26 @@ static inline void stat_cpu(struct kmem_cache *s, int cpu, enum stat_item si)
 /* Slab freelist/counters reads outside the slab lock. */
 static inline void *slab_freelist(struct slab *sl) { return __atomic_load_n(&sl->freelist, __ATOMIC_ACQUIRE); }
 static inline unsigned long slab_counters(struct slab *sl) { return __atomic_load_n(&sl->counters, __ATOMIC_ACQUIRE); }
-void slab_lock(struct slab *sl);
-void slab_unlock(struct slab *sl);
+/* slab_lock(): the bit lock of a slab that may not use cmpxchg (plain halves
+ * in slub.c; under the controlled scheduler acquire and release are points). */
+void __slab_lock(struct slab *sl);
+void __slab_unlock(struct slab *sl);
+static inline void slab_lock_at(struct kmem_cache *s, struct slab *sl, const struct odb_sched_site *site)
+{
+	if (unlikely(s->flags & __SCHED_POINTS))
+		odb_sched_acquire(s->k, site, ODB_LK_BIT, &sl->lock);
+	else
+		__slab_lock(sl);
+}
+static inline void slab_unlock_at(struct kmem_cache *s, struct slab *sl, const struct odb_sched_site *site)
+{
+	if (unlikely(s->flags & __SCHED_POINTS))
+		odb_sched_release(s->k, site, ODB_LK_BIT, &sl->lock);
+	else
+		__slab_unlock(sl);
+}
+#define slab_lock(s, sl)   slab_lock_at((s), (sl), ODB_SITE(ODB_SP_LOCK, "slab_lock"))
+#define slab_unlock(s, sl) slab_unlock_at((s), (sl), ODB_SITE(ODB_SP_UNLOCK, "slab_unlock"))
 /* Set freelist/counters with the slab lock held (or on an unshared slab). */
 static inline void slab_set(struct slab *sl, void *fl, unsigned long c)
 {

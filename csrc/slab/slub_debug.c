@@ -812,7 +812,7 @@ int free_debug_processing(struct kmem_cache *s, struct slab *sl, void *head, voi
 	*locked = false;
 	if (!modern) {
 		node_lock(s, n);
-		slab_lock(sl);
+		slab_lock(s, sl);
 	}
 	if (checks && !check_slab(s, sl))
 		goto out;
@@ -844,7 +844,7 @@ out_ok:
 			 bulk_cnt, cnt);
 	if (modern)
 		return 1;
-	slab_unlock(sl);
+	slab_unlock(s, sl);
 	if (slub_locked(s)) {
 		/* "Keep node_lock to preserve integrity until the object is actually freed" */
 		*locked = true;
@@ -857,7 +857,7 @@ out:
 		slab_err(s, sl, "Bulk free expected objects", "Bulk free expected %d objects but found %d",
 			 bulk_cnt, cnt);
 	if (!modern) {
-		slab_unlock(sl);
+		slab_unlock(s, sl);
 		node_unlock(s, n);
 	}
 	slab_fix(s, "Object at 0x%016llx not freed", V(s, object));

@@ -167,6 +167,120 @@ ODB_API bool odb_work_pending(odb_kernel *k, odb_work *w);
 /* Jiffies at which a pending item falls due (0 if not pending). */
 ODB_API uint64_t odb_work_due(odb_kernel *k, odb_work *w);
 
+/* ---- the controlled scheduler (odebug.sched=controlled) ----------------------
+ * A kernel booted with odebug.sched=controlled runs the tasks of a run one at
+ * a time: every scheduling point of the core (each lock acquire and release,
+ * interrupts off, each cmpxchg of a slab's freelist, each racy READ_ONCE /
+ * WRITE_ONCE, each work item's start, and explicit points where the kernel
+ * code has a racy window) asks a strategy which task goes on.  A task that
+ * waits for a lock another task holds is never chosen; when no task can go
+ * on, the run ends in a deadlock report.  The same strategy choices give the
+ * same dmesg, reports, stats and trace hash in every process.
+ *
+ * Tasks are spawned before a run (or by a task during one): each runs fn(k,
+ * arg) on a thread of its own, bound to vCPU cpu (-1: unbound).  A thread that
+ * is not a task and calls into k during a run waits until the run is over.
+ * Needs the virtual clock. */
+typedef void (*odb_task_fn)(odb_kernel *k, void *arg);
+/* Returns the task's id in its run (0, 1, ... in spawn order; at most
+ * ODB_SCHED_MAX_TASKS), or ODB_ESTATE (not a controlled kernel), ODB_EINVAL. */
+ODB_API int odb_sched_spawn(odb_kernel *k, odb_task_fn fn, void *arg, int cpu, const char *name);
+#define ODB_SCHED_MAX_TASKS 64
+
+/* Strategies: who runs at each decision (a point where more than one task
+ * could run).  A strategy is independent of kernels: the same one may drive
+ * successive runs on fresh kernels (exploration), and odb_sched_strategy_next
+ * moves it to its next schedule.
+ *  random(seed)  uniform among the runnable tasks at every decision;
+ *  pct(seed, depth, steps)  Burckhardt et al. (ASPLOS 2010): random task
+ *                priorities, depth-1 change points among `steps' decisions
+ *                (0: the most seen so far, 100 at first);
+ *  dfs(bound)    every schedule with at most `bound' preemptions, 0 first,
+ *                then 1, ... (CHESS's iterative preemption bounding);
+ *  replay(text, seed)  the choices of a schedule text; from the first one
+ *                that does not fit (or past its end) on, random(seed), and
+ *                the run says where it diverged;
+ *  preemptions(gaps, whos, n)  no preemption but n: the i-th comes gaps[i]
+ *                decisions after the previous one and switches to the
+ *                whos[i]-th (mod their number) other runnable task; the
+ *                shape hypothesis draws and shrinks. */
+typedef struct odb_sched_strategy odb_sched_strategy;
+ODB_API odb_sched_strategy *odb_sched_random(uint64_t seed);
+ODB_API odb_sched_strategy *odb_sched_pct(uint64_t seed, unsigned int depth, uint64_t steps);
+ODB_API odb_sched_strategy *odb_sched_dfs(unsigned int preemption_bound);
+/* NULL with errbuf set for a malformed text. */
+ODB_API odb_sched_strategy *odb_sched_replay(const char *schedule, uint64_t seed, char *errbuf,
+					     size_t errlen);
+ODB_API odb_sched_strategy *odb_sched_preemptions(const uint64_t *gaps, const uint32_t *whos,
+						  size_t n);
+/* Move to the next schedule: false when there is none (dfs explored all
+ * within its bound; replay and preemptions have one). */
+ODB_API bool odb_sched_strategy_next(odb_sched_strategy *s);
+struct odb_sched_strategy_info {
+	const char *kind;             /* "random", "pct", "dfs", "replay", "preemptions" */
+	uint64_t runs;                /* runs driven so far */
+	uint64_t distinct;            /* distinct schedules among them */
+	unsigned int bound;           /* dfs: the preemption bound being explored */
+	bool exhausted;               /* dfs: nothing left within the bound */
+	uint64_t steps;               /* pct: decisions assumed per run */
+};
+ODB_API void odb_sched_strategy_info(odb_sched_strategy *s, struct odb_sched_strategy_info *out);
+ODB_API void odb_sched_strategy_free(odb_sched_strategy *s);
+
+enum odb_sched_status {
+	ODB_SCHED_DONE = 0,           /* every task returned */
+	ODB_SCHED_DEADLOCK = 1,       /* no task could go on: a "deadlock" report, k is closed */
+	ODB_SCHED_STALL = 2,          /* a task reached no scheduling point within the timeout */
+};
+/* One scheduling point of a recorded run. */
+struct odb_sched_event {
+	uint16_t task;                /* the task at the point */
+	int16_t cpu;                  /* its vCPU */
+	uint32_t site;                /* odb_sched_site_info() */
+	uint16_t next;                /* the task that runs after it */
+	uint16_t flags;               /* ODB_SCHED_EV_* */
+};
+#define ODB_SCHED_EV_DECISION 1u      /* more than one task could run here */
+#define ODB_SCHED_EV_PREEMPT  2u      /* the task could go on but another was chosen */
+#define ODB_SCHED_EV_BLOCK    4u      /* the task waits (a lock another task holds) */
+#define ODB_SCHED_EV_END      8u      /* the task returned */
+struct odb_sched_run_opts {
+	unsigned int timeout_ms;      /* stall detection, 0: 30 s */
+	bool record;                  /* keep the events */
+};
+struct odb_sched_result {
+	int status;                   /* enum odb_sched_status */
+	unsigned int tasks;
+	uint64_t points, decisions, preemptions, switches;
+	uint64_t trace_hash;          /* of this run's points and choices */
+	int64_t diverged_at;          /* replay / dfs: the first decision that did not fit, -1: none */
+	char divergence[224];         /* what did not fit, "" if nothing */
+	char *schedule;               /* the schedule text (odb_free) */
+	struct odb_sched_event *events;   /* with record (odb_free) */
+	size_t nevents;
+	/* the same schedule as odb_sched_preemptions() takes it: each decision
+	 * that did not go to the default (the task at the point if it could go
+	 * on, else the lowest runnable id), as (decisions since the previous one,
+	 * index among the other runnable tasks); odb_free both */
+	uint64_t *gaps;
+	uint32_t *whos;
+	size_t npairs;
+};
+/* Run the spawned tasks to the end under strategy s (NULL: random(seed of
+ * k)).  ODB_OK with out->status; ODB_ESTATE (not controlled, or from a task),
+ * ODB_EINVAL (nothing spawned), ODB_EBUSY (a run is in progress). */
+ODB_API int odb_sched_run(odb_kernel *k, odb_sched_strategy *s, const struct odb_sched_run_opts *opts,
+			  struct odb_sched_result *out);
+/* Every scheduling point since boot, hashed (what, where, which task). */
+ODB_API uint64_t odb_sched_trace_hash(odb_kernel *k);
+/* A site of the events: what happens there, the source file and line, the kind. */
+ODB_API int odb_sched_site_info(odb_kernel *k, uint32_t site, const char **what, const char **file,
+				unsigned int *line, unsigned int *kind);
+/* Hooks around every wait of a thread in the scheduler (a binding releases
+ * its interpreter lock in before and takes it back in after). */
+ODB_API void odb_sched_set_hooks(odb_kernel *k, void (*before)(void *ctx, void **cookie),
+				 void (*after)(void *ctx, void *cookie), void *ctx);
+
 /* ---- memory: the page allocator ------------------------------------------ */
 ODB_API uint64_t odb_totalram_pages(odb_kernel *k);
 ODB_API uint64_t odb_nr_free_pages(odb_kernel *k);
