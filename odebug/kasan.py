@@ -87,7 +87,9 @@ class Quarantine:
         _core.kasan_quarantine_drain(self._k)
 
     def cpu_offline(self, cpu: int, offline: bool = True) -> None:
-        """CPU hotplug: an offline vCPU's list is freed and its frees skip the quarantine."""
+        """CPU hotplug of vCPU ``cpu`` (the same as ``k.cpu_offline(cpu)`` /
+        ``k.cpu_online(cpu)``): from v5.10 on an offline vCPU's list is freed and its
+        frees skip the quarantine."""
         _core.kasan_quarantine_cpu_offline(self._k, cpu, bool(offline))
 
     def storm(self, ops: int = 100_000, *, threads: int = 1, live: int = 64,

@@ -147,6 +147,22 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
         """smp_processor_id() of the calling thread."""
         return self.current_cpu()
 
+    def cpu_offline(self, cpu: int) -> None:
+        """CPU hotplug: vCPU ``cpu`` goes offline.  Every room's callback runs in the
+        kernel's order: KASAN's quarantine frees the vCPU's list (from v5.10 on, see
+        ``odebug.quarantine_fixes=``), SLUB flushes its per-CPU slabs, debug objects
+        give its per-CPU pool back.  The last online vCPU cannot go (StateError)."""
+        self._cpu_hotplug(cpu, False)
+
+    def cpu_online(self, cpu: int) -> None:
+        """CPU hotplug: vCPU ``cpu`` comes back online."""
+        self._cpu_hotplug(cpu, True)
+
+    @property
+    def online_cpus(self) -> List[int]:
+        """The vCPUs that are online."""
+        return [c for c in range(self.nr_cpus) if self.cpu_is_online(c)]
+
     @property
     def pid(self) -> int:
         """The calling thread's task id in this kernel."""

@@ -146,8 +146,22 @@ class Cache:
 
     def validate(self) -> int:
         """validate_slab_cache(): the number of errors under the KUnit counting rule
-        (each report, each FIX and each count mismatch counts one)."""
+        (each report, each FIX and each count mismatch counts one).  On the modern
+        path (``odebug.slub_path=modern``, v6.1+) a cache without debug flags is
+        refused with InvalidArgument, as the kernel refuses it (see ``validatable``)."""
         return self._c.validate()
+
+    @property
+    def validatable(self) -> bool:
+        """Whether validate() may run: not on a cache without debug flags on the
+        modern path (v6.1 restricted validation to debug caches: a lockless fast
+        path races with any validation)."""
+        return bool(self.flags) or self._kernel.param("odebug.slub_path") != "modern"
+
+    def flush(self) -> None:
+        """flush_all(): every vCPU's slab and per-CPU partial slabs back to the node
+        (what validate() does first)."""
+        self._c.flush()
 
     def destroy(self) -> None:
         """kmem_cache_destroy(); leaked objects are reported."""

@@ -191,7 +191,7 @@ def test_invariants_catch_a_corruption_and_a_report():
         k.raw(p + 64, 1)[0] = 0x11                   # right redzone
         with pytest.raises(odebug.scenarios.InvariantError, match="bad"):
             check_invariants(k)
-    with odebug.Kernel("", cpus=1, ram="64M") as k:
+    with odebug.Kernel("", cpus=2, ram="64M") as k:     # the last online vCPU stays online
         p = k.kmalloc(32)
         k.kfree(p)
         with k.expect_report("slab-use-after-free"):

@@ -110,6 +110,7 @@ struct debug_objects {
 	struct debug_objects_gate gate;       /* .debug_objects_enabled: READ_ONCE/WRITE_ONCE */
 	enum odebug_free_policy policy;
 	enum odebug_warn_format warn_format;
+	enum odebug_fixes fixes;
 	bool selftest;                        /* CONFIG_DEBUG_OBJECTS_SELFTEST */
 
 	struct debug_bucket *obj_hash;        /* [ODEBUG_HASH_SIZE] */
@@ -152,6 +153,7 @@ struct debug_objects {
 	int fail_trylock;
 	int64_t work_runs, trylock_failed;
 	int64_t work_runs_worker;     /* of the runs, those on the real clock's worker thread */
+	int64_t offline_freed;        /* trackers v5.3's CPU offline gave back uncounted */
 };
 
 static const char *const obj_states[ODEBUG_STATE_MAX] = {
@@ -183,6 +185,13 @@ static inline bool enabled(struct debug_objects *d)
 {
 	return d && READ_ONCE(d->gate.debug_objects_enabled);
 }
+
+/* The pool counters the kernel reads without pool_lock: each such read is a
+ * scheduling point (the racy window) and, like every write of them under the
+ * lock, an access KCSAN checks; marked from v5.6 on (plain in v5.3). */
+#define MARKED(d) ((d)->fixes >= ODEBUG_FIXES_V56)
+#define POOL_READ(k, d, lv) READ_ONCE_RACY(k, lv, MARKED(d))
+#define POOL_WRITE(k, d, lv, v) do { KCSAN_ACCESS(k, lv, true, MARKED(d)); WRITE_ONCE(lv, v); } while (0)
 
 /* The kernel's room struct is made by the first boot parameter that needs
  * it, or by early init. */
@@ -277,6 +286,28 @@ void debug_objects_param_warn_get(struct odb_kernel *k, char *buf, size_t len)
 	snprintf(buf, len, "%s", d && d->warn_format == ODEBUG_WARN_V53 ? "v5.3" : "v6.2");
 }
 
+static const char *const fixes_names[] = { "v5.3", "v5.6", "v6.4", "v6.5", NULL };
+
+int debug_objects_param_fixes(struct odb_kernel *k, const char *val)
+{
+	struct debug_objects *d = dobj_alloc(k);
+	int i, r;
+
+	if (!d)
+		return ODB_ENOMEM;
+	r = odb_param_choice(k, "odebug.objects_fixes", val, fixes_names, &i);
+	if (!r)
+		d->fixes = (enum odebug_fixes)i;
+	return r;
+}
+
+void debug_objects_param_fixes_get(struct odb_kernel *k, char *buf, size_t len)
+{
+	struct debug_objects *d = dobj(k);
+
+	snprintf(buf, len, "%s", fixes_names[d ? d->fixes : ODEBUG_FIXES_V53]);
+}
+
 /* odebug.objects_selftest=on|off: CONFIG_DEBUG_OBJECTS_SELFTEST (default on). */
 int debug_objects_param_selftest(struct odb_kernel *k, const char *val)
 {
@@ -349,21 +380,21 @@ static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
 	const gfp_t gfp = GFP_ATOMIC | __GFP_NOWARN;   /* atomic, no retry, no warning */
 	unsigned long flags;
 
-	if (likely(READ_ONCE(d->obj_pool_free) >= d->debug_objects_pool_min_level))
+	if (likely(POOL_READ(k, d, d->obj_pool_free) >= d->debug_objects_pool_min_level))
 		return;
 
 	/* Reuse trackers waiting on the to-free list.  v5.3 compares with the
 	 * historical low-water mark obj_pool_min_free, not the refill level
 	 * (fixed only in 2024): so this rarely happens. */
-	while (READ_ONCE(d->obj_nr_tofree) &&
-	       READ_ONCE(d->obj_pool_free) < READ_ONCE(d->obj_pool_min_free)) {
+	while (POOL_READ(k, d, d->obj_nr_tofree) &&
+	       POOL_READ(k, d, d->obj_pool_free) < POOL_READ(k, d, d->obj_pool_min_free)) {
 		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
 		while (d->obj_nr_tofree && d->obj_pool_free < d->obj_pool_min_free) {
 			struct debug_obj *obj = __alloc_object(&d->obj_to_free);
 
-			WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree - 1);
+			POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree - 1);
 			hlist_add_head(&obj->node, &d->obj_pool);
-			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1);
+			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1);
 		}
 		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
 	}
@@ -372,7 +403,7 @@ static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
 		return;
 
 	/* Refill from the slab, a batch of up to 16 per pool_lock hold. */
-	while (READ_ONCE(d->obj_pool_free) < d->debug_objects_pool_min_level) {
+	while (POOL_READ(k, d, d->obj_pool_free) < d->debug_objects_pool_min_level) {
 		struct debug_obj *batch[ODEBUG_BATCH_SIZE];
 		int cnt = 0;
 
@@ -388,7 +419,7 @@ static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
 		while (cnt) {
 			hlist_add_head(&batch[--cnt]->node, &d->obj_pool);
 			d->debug_objects_allocated++;
-			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1);
+			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1);
 		}
 		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
 	}
@@ -418,7 +449,7 @@ static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects
 		obj = __alloc_object(&d->obj_pool);
 		if (obj) {
 			d->obj_pool_used++;
-			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free - 1);
+			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free - 1);
 
 			/* Lookahead: move up to a batch more to this vCPU's list,
 			 * so the next allocations need no pool_lock. */
@@ -434,13 +465,13 @@ static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects
 					hlist_add_head(&extra->node, &pcp->free_objs);
 					WRITE_ONCE(pcp->obj_free, pcp->obj_free + 1);
 					d->obj_pool_used++;
-					WRITE_ONCE(d->obj_pool_free, d->obj_pool_free - 1);
+					POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free - 1);
 				}
 			}
 			if (d->obj_pool_used > d->obj_pool_max_used)
 				d->obj_pool_max_used = d->obj_pool_used;
 			if (d->obj_pool_free < d->obj_pool_min_free)
-				WRITE_ONCE(d->obj_pool_min_free, d->obj_pool_free);
+				POOL_WRITE(k, d, d->obj_pool_min_free, d->obj_pool_free);
 		}
 		raw_spin_unlock(k, &d->pool_lock);
 	}
@@ -470,7 +501,7 @@ static void free_obj_work(struct odb_kernel *k, void *arg)
 	bool refill_only = false;
 
 	if (lazy)
-		WRITE_ONCE(d->obj_freeing, false);
+		WRITE_ONCE_RACY(k, d->obj_freeing, false, true);   /* WRITE_ONCE already in v5.3 */
 	ADD_ONCE(d->work_runs, 1);
 	if (odb_wq_is_worker(k))
 		ADD_ONCE(d->work_runs_worker, 1);
@@ -490,14 +521,14 @@ static void free_obj_work(struct odb_kernel *k, void *arg)
 			struct debug_obj *obj = __alloc_object(&d->obj_to_free);
 
 			hlist_add_head(&obj->node, &d->obj_pool);
-			WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1);
-			WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree - 1);
+			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1);
+			POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree - 1);
 		}
 	}
 	if (!refill_only && d->obj_nr_tofree) {
 		hlist_move_list(&d->obj_to_free, &tofree);
 		d->debug_objects_freed += d->obj_nr_tofree;
-		WRITE_ONCE(d->obj_nr_tofree, 0);
+		POOL_WRITE(k, d, d->obj_nr_tofree, 0);
 	}
 	raw_spin_unlock(k, &d->pool_lock);
 	local_irq_restore(k, flags);
@@ -561,7 +592,7 @@ static bool __free_object(struct odb_kernel *k, struct debug_objects *d, struct 
 		/* pushed so that the first one taken off the per-CPU list ends at the head */
 		for (int i = lookahead_count - 1; i >= 0; i--)
 			hlist_add_head(&objs[i]->node, &d->obj_to_free);
-		WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree + 1 + lookahead_count);
+		POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree + 1 + lookahead_count);
 
 		/* lazy: trim an over-full global pool by one more batch */
 		if (lazy && d->obj_pool_free > d->debug_objects_pool_size &&
@@ -572,40 +603,74 @@ static bool __free_object(struct odb_kernel *k, struct debug_objects *d, struct 
 				if (!o)
 					break;   /* cannot happen: pool_free > pool_size */
 				hlist_add_head(&o->node, &d->obj_to_free);
-				WRITE_ONCE(d->obj_pool_free, d->obj_pool_free - 1);
-				WRITE_ONCE(d->obj_nr_tofree, d->obj_nr_tofree + 1);
+				POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free - 1);
+				POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree + 1);
 			}
 		}
 	} else {
 		hlist_add_head(&obj->node, &d->obj_pool);
 		for (int i = lookahead_count - 1; i >= 0; i--)
 			hlist_add_head(&objs[i]->node, &d->obj_pool);
-		WRITE_ONCE(d->obj_pool_free, d->obj_pool_free + 1 + lookahead_count);
+		POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1 + lookahead_count);
 	}
 	raw_spin_unlock(k, &d->pool_lock);
 	local_irq_restore(k, flags);
 	return work && !lazy;
 }
 
-/* Schedule the freeing work after frees (lazy: once per 100 ms at most). */
-static void schedule_free_work(struct odb_kernel *k, struct debug_objects *d, bool eager_work)
-{
-	if (d->policy == ODEBUG_FREE_EAGER) {
-		if (eager_work)
-			schedule_work(k, &d->debug_obj_work);
-		return;
-	}
-	if (!READ_ONCE(d->obj_freeing) && READ_ONCE(d->obj_nr_tofree)) {
-		WRITE_ONCE(d->obj_freeing, true);
-		schedule_delayed_work(k, &d->debug_obj_work, ODEBUG_FREE_WORK_DELAY(k->hz));
-	}
-}
+/* Schedule the freeing work after frees (lazy: once per 100 ms at most): the
+ * lock-free check-then-set of obj_freeing.  A macro, so that a data race in it
+ * is named after the function it is in, as in the kernel (free_object,
+ * __debug_check_no_obj_freed). */
+#define schedule_free_work(k, d, eager_work) do { \
+	if ((d)->policy == ODEBUG_FREE_EAGER) { \
+		if (eager_work) \
+			schedule_work(k, &(d)->debug_obj_work); \
+	} else if (!POOL_READ(k, d, d->obj_freeing) && POOL_READ(k, d, d->obj_nr_tofree)) { \
+		WRITE_ONCE_RACY(k, d->obj_freeing, true, true);   /* WRITE_ONCE already in v5.3 */ \
+		schedule_delayed_work(k, &(d)->debug_obj_work, ODEBUG_FREE_WORK_DELAY((k)->hz)); \
+	} \
+} while (0)
 
 static void free_object(struct odb_kernel *k, struct debug_objects *d, struct debug_obj *obj)
 {
 	bool work = __free_object(k, d, obj);
 
 	schedule_free_work(k, d, work);
+}
+
+/* object_cpu_offline (v5.3): the dead vCPU's per-CPU trackers go straight back
+ * to the slab and its count is zeroed; the pool counters are left as they
+ * were (fixed in 2022: obj_pool_used and objs_freed were not adjusted). */
+void debug_objects_cpu_offline(struct odb_kernel *k, unsigned int cpu)
+{
+	struct debug_objects *d = dobj(k);
+	struct debug_percpu_free *pcp;
+	struct hlist_head list = { NULL };
+	struct odb_cpu_visit v;
+
+	if (!d || !d->obj_cache || !d->percpu_obj_pool || !d->early_done)
+		return;
+	pcp = &d->percpu_obj_pool[cpu];
+	int n;
+	unsigned long flags;
+
+	odb_cpu_lock(k, cpu, &v);
+	hlist_move_list(&pcp->free_objs, &list);
+	n = pcp->obj_free;
+	WRITE_ONCE(pcp->obj_free, 0);
+	odb_cpu_unlock(k, cpu, &v);
+	raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+	if (d->fixes >= ODEBUG_FIXES_V64) {
+		/* eabb7f1ace53 (2022): the trackers leave the pool's books too */
+		d->obj_pool_used -= n;
+		d->debug_objects_freed += n;
+	} else {
+		d->offline_freed += n;
+	}
+	raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+	while (list.first)
+		kmem_cache_free(k, d->obj_cache, __alloc_object(&list));
 }
 
 /* Out of trackers: switch off and give every tracker back to the pools. */
@@ -721,6 +786,8 @@ static void debug_print_object(struct odb_kernel *k, struct debug_objects *d,
 	char kind[64], text[512], hint[160], objp[40] = "";
 	bool print;
 
+	if (d->fixes >= ODEBUG_FIXES_V65 && !enabled(d))
+		return;   /* 8b64d420fe24: an OOM elsewhere emptied the hash meanwhile */
 	if (descr == READ_ONCE(d->descr_test)) {
 		ADD_ONCE(d->debug_objects_warnings, 1);
 		return;
@@ -867,20 +934,66 @@ static inline struct debug_obj not_available(odb_addr_t addr, const struct debug
 	return o;
 }
 
+/*
+ * v6.4's lookup_object_or_alloc (63a759694eed): the lookup and, for an
+ * untracked object that is_static_object confirms, its tracker in state INIT,
+ * under one hold of the bucket lock, so that two first uses of a static
+ * object cannot both start tracking it.  The descriptor's callback is asked
+ * outside the lock (a user callback never runs under a core lock), then the
+ * lookup is repeated under it: the same atomicity.  Called and returns with
+ * db->lock held (*flags); *oom: no tracker left (the lock is dropped then).
+ * Before v6.4 the plain lookup.
+ */
+static struct debug_obj *lookup_object_or_alloc(struct odb_kernel *k, struct debug_objects *d,
+						odb_addr_t addr, struct debug_bucket *db,
+						const struct debug_obj_descr *descr,
+						unsigned long *flags, bool *new_static, bool *oom)
+{
+	struct debug_obj *obj = lookup_object(d, addr, db);
+	bool is_static;
+
+	*new_static = *oom = false;
+	if (obj || d->fixes < ODEBUG_FIXES_V64 || !descr->is_static_object)
+		return obj;
+	raw_spin_unlock_irqrestore(k, &db->lock, *flags);
+	is_static = descr->is_static_object(k, addr, descr->ctx);
+	raw_spin_lock_irqsave(k, &db->lock, *flags);
+	obj = lookup_object(d, addr, db);
+	if (obj || !is_static)
+		return obj;
+	obj = alloc_object(k, d, addr, db, descr);
+	if (!obj) {
+		WRITE_ONCE(d->gate.debug_objects_enabled, 0);
+		raw_spin_unlock_irqrestore(k, &db->lock, *flags);
+		*oom = true;
+		return NULL;
+	}
+	obj->state = ODEBUG_STATE_INIT;   /* static objects are considered initialised */
+	*new_static = true;
+	return obj;
+}
+
 int debug_object_activate(struct odb_kernel *k, odb_addr_t addr, const struct debug_obj_descr *descr)
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
 	struct debug_obj *obj, o;
 	unsigned long flags;
+	bool new_static, oom;
 	int ret = 0;
 
 	if (!enabled(d))
 		return 0;
+	if (d->fixes >= ODEBUG_FIXES_V64)
+		fill_pool(k, d);   /* 0af462f19e63: static objects may allocate here */
 
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object_or_alloc(k, d, addr, db, descr, &flags, &new_static, &oom);
+	if (oom) {
+		debug_objects_oom(k, d);
+		return 0;
+	}
 	if (obj) {
 		bool print = false;
 
@@ -904,15 +1017,19 @@ int debug_object_activate(struct odb_kernel *k, odb_addr_t addr, const struct de
 			break;
 		}
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+		if (new_static)
+			debug_object_is_on_stack(k, d, addr, 0);
 		if (print)
 			debug_print_object(k, d, &o, "activate");
 		return ret;
 	}
 	raw_spin_unlock_irqrestore(k, &db->lock, flags);
 
-	/* Untracked: a statically initialised object is tracked from here on;
+	/* Untracked: a statically initialised object is tracked from here on
+	 * (before v6.4 in two steps: the window the init race goes through);
 	 * anything else is a bug the type may fix up. */
-	if (descr->is_static_object && descr->is_static_object(k, addr, descr->ctx)) {
+	if (d->fixes < ODEBUG_FIXES_V64 && descr->is_static_object &&
+	    descr->is_static_object(k, addr, descr->ctx)) {
 		debug_object_init(k, addr, descr);
 		debug_object_activate(k, addr, descr);
 		return 0;
@@ -1043,18 +1160,30 @@ void debug_object_assert_init(struct odb_kernel *k, odb_addr_t addr, const struc
 	struct debug_bucket *db;
 	struct debug_obj *obj, o;
 	unsigned long flags;
+	bool new_static, oom;
 
 	if (!enabled(d))
 		return;
 
+	if (d->fixes >= ODEBUG_FIXES_V64)
+		fill_pool(k, d);
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object_or_alloc(k, d, addr, db, descr, &flags, &new_static, &oom);
+	if (oom) {
+		debug_objects_oom(k, d);
+		return;
+	}
 	raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	if (new_static)
+		debug_object_is_on_stack(k, d, addr, 0);
 	if (obj)
 		return;   /* tracked, whatever the state: fine */
 
-	if (descr->is_static_object && descr->is_static_object(k, addr, descr->ctx)) {
+	/* before v6.4: a static object is tracked in a second step (the window
+	 * in which an activate on another CPU tracks it first) */
+	if (d->fixes < ODEBUG_FIXES_V64 && descr->is_static_object &&
+	    descr->is_static_object(k, addr, descr->ctx)) {
 		debug_object_init(k, addr, descr);
 		return;
 	}
@@ -1689,6 +1818,7 @@ int odb_debug_objects_internals(odb_kernel *k, struct odb_debug_objects_internal
 	out->pool_min_level = d->debug_objects_pool_min_level;
 	out->work_runs = READ_ONCE(d->work_runs);
 	out->work_runs_worker = READ_ONCE(d->work_runs_worker);
+	out->offline_freed = READ_ONCE(d->offline_freed);
 	out->trylock_failed = READ_ONCE(d->trylock_failed);
 	out->selftest_passed = d->selftest_passed;
 	return odb_leave(t, ODB_OK);

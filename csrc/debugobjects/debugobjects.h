@@ -12,7 +12,8 @@
  *    Callers must not hold a lock that a fixup callback could need (the
  *    kernel calls it from slab_free_hook, before the irq-off fast path);
  *  - boot parameters: debug_objects, no_debug_objects, odebug.objects_free=,
- *    odebug.objects_warn=, odebug.objects_selftest= (see ODB_ROOM_PARAMS in kernel/params.h).
+ *    odebug.objects_warn=, odebug.objects_selftest=, odebug.objects_fixes= (see
+ *    ODB_ROOM_PARAMS in kernel/params.h).
  *
  * All state hangs off k->debugobjects (struct debug_objects, private to
  * debugobjects.c).
@@ -55,6 +56,17 @@ typedef enum odb_debug_obj_state debug_obj_state_t;
 /* The descriptor type is the public one. */
 #define debug_obj_descr odb_debug_obj_descr
 
+/* odebug.objects_fixes=: the tracker's race fixes as of a kernel version.
+ * v5.3: the seed's design: pool counters read without pool_lock and written
+ * under it with plain accesses, activate/assert_init of an untracked static
+ * object track it in a second step (the init race), CPU offline frees the
+ * per-CPU pool uncounted;  v5.6: READ_ONCE/WRITE_ONCE on those counters
+ * (35fd7a637c42, the data races KCSAN reported);  v6.4: the static-object
+ * race closed (63a759694eed, lookup_object_or_alloc; refills in activate and
+ * assert_init, 0af462f19e63) and CPU offline accounted (eabb7f1ace53);
+ * v6.5: no report once debug objects are off (8b64d420fe24). */
+enum odebug_fixes { ODEBUG_FIXES_V53 = 0, ODEBUG_FIXES_V56, ODEBUG_FIXES_V64, ODEBUG_FIXES_V65 };
+
 /* Freeing policy (odebug.objects_free=). */
 enum odebug_free_policy {
 	ODEBUG_FREE_LAZY = 0,     /* v5.3: delayed work, capped to-free list */
@@ -94,6 +106,8 @@ int debug_objects_param_free(struct odb_kernel *k, const char *val);
 void debug_objects_param_free_get(struct odb_kernel *k, char *buf, size_t len);
 int debug_objects_param_warn(struct odb_kernel *k, const char *val);
 void debug_objects_param_warn_get(struct odb_kernel *k, char *buf, size_t len);
+int debug_objects_param_fixes(struct odb_kernel *k, const char *val);
+void debug_objects_param_fixes_get(struct odb_kernel *k, char *buf, size_t len);
 int debug_objects_param_selftest(struct odb_kernel *k, const char *val);
 void debug_objects_param_selftest_get(struct odb_kernel *k, char *buf, size_t len);
 

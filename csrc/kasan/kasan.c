@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "kasan/kasan.h"
+#include "kernel/params.h"
 #include "slab/slub.h"
 
 /* ---- parameters -------------------------------------------------------------------- */
@@ -82,6 +83,22 @@ void kasan_param_quarantine_show(struct odb_kernel *k, char *buf, size_t len)
 	snprintf(buf, len, "%s", kasan_state(k)->policy_arg == QUARANTINE_QUARTER ? "quarter" : "batched");
 }
 
+static const char *const quarantine_fixes_names[] = { "v5.10", "v4.11", "v4.10", NULL };
+
+int kasan_param_quarantine_fixes(struct odb_kernel *k, const char *val)
+{
+	int i, r = odb_param_choice(k, "odebug.quarantine_fixes", val, quarantine_fixes_names, &i);
+
+	if (!r)
+		kasan_state(k)->fixes_arg = (enum quarantine_fixes)i;
+	return r;
+}
+
+void kasan_param_quarantine_fixes_show(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", quarantine_fixes_names[kasan_state(k)->fixes_arg]);
+}
+
 /* ---- boot ------------------------------------------------------------------------------ */
 static void kasan_page_alloc_hook(struct odb_kernel *k, odb_addr_t addr, size_t size);
 static void kasan_page_free_hook(struct odb_kernel *k, odb_addr_t addr, size_t size);
@@ -116,6 +133,7 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 		return ODB_ENOMEM;
 	}
 	ks->q.policy = ks->policy_arg;
+	ks->q.fixes = ks->fixes_arg;
 	if (quarantine_init(k)) {
 		munmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;

@@ -83,6 +83,16 @@ struct qlist_head {
 };
 
 enum quarantine_policy { QUARANTINE_BATCHED = 0, QUARANTINE_QUARTER = 1 };
+/* odebug.quarantine_fixes=: the quarantine's concurrency as of a kernel version
+ * (both designs).  v4.10: puts move a full per-CPU list with interrupts on,
+ * reduce frees its batch with nothing to wait for it, remove_cache (cache
+ * destroy) waits for nothing, and a vCPU going offline keeps its list;
+ * v4.11 ("kasan: fix races in quarantine_remove_cache()"): interrupts off across
+ * put, an SRCU read section around reduce's free, synchronize_srcu at the end of
+ * remove_cache; v5.10 ("kasan: fix object remaining in offline per-cpu
+ * quarantine"): the hotplug callback drains an offline vCPU's list and its puts
+ * free at once. */
+enum quarantine_fixes { QUARANTINE_V5_10 = 0, QUARANTINE_V4_11 = 1, QUARANTINE_V4_10 = 2 };
 
 #define KASAN_HIST_BUCKETS 64           /* log2 buckets */
 #define KASAN_TIME_BUCKETS 256          /* 4 sub-buckets per power of two (ns) */
@@ -105,6 +115,7 @@ struct quarantine_stats {
 
 struct quarantine {
 	enum quarantine_policy policy;
+	enum quarantine_fixes fixes;
 	struct qlist_head *cpu_quarantine;     /* [nr_cpu_ids], under each vCPU's irq lock */
 	/* Q-2016 ring */
 	struct qlist_head *global_quarantine;  /* [batches] */
@@ -136,6 +147,7 @@ struct kasan_state {
 	pthread_mutex_t report_lock;  /* report_lock: one report at a time */
 	struct quarantine q;
 	enum quarantine_policy policy_arg;
+	enum quarantine_fixes fixes_arg;
 };
 
 static inline struct kasan_state *kasan_state(struct odb_kernel *k)
@@ -225,6 +237,9 @@ uint32_t kasan_save_stack(struct odb_kernel *k);
 /* ---- quarantine (quarantine.c) ----------------------------------------------------------- */
 int quarantine_init(struct odb_kernel *k);
 void quarantine_exit(struct odb_kernel *k);
+/* CPU hotplug callbacks (odb_cpu_offline / odb_cpu_online). */
+void kasan_cpu_offline(struct odb_kernel *k, unsigned int cpu);
+void kasan_cpu_online(struct odb_kernel *k, unsigned int cpu);
 bool kasan_quarantine_put(struct kmem_cache *s, void *object);
 void kasan_quarantine_reduce(struct odb_kernel *k);
 void kasan_quarantine_remove_cache(struct kmem_cache *s);

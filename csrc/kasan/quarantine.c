@@ -338,8 +338,33 @@ int odb_quarantine_geometry(uint64_t ram, unsigned int cpus, unsigned int nr_cpu
 	return ODB_OK;
 }
 
-/* ---- batched (Q-2016 / modern) --------------------------------------------------------------- */
-static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
+/* ---- put: both designs ------------------------------------------------------------------------ */
+/* A full per-CPU list into the global quarantine (quarantine_lock held): the
+ * tail slot of the ring (batched), or the one list (quarter). */
+static void global_put_locked(struct odb_kernel *k, struct quarantine *q, struct qlist_head *temp)
+{
+	if (q->policy == QUARANTINE_QUARTER) {
+		qlist_move_all(k, temp, &q->old_global);
+		return;
+	}
+	WRITE_ONCE(q->quarantine_size, q->quarantine_size + temp->bytes);
+	qlist_move_all(k, temp, &q->global_quarantine[q->quarantine_tail]);
+	if (q->global_quarantine[q->quarantine_tail].bytes >= READ_ONCE(q->quarantine_batch_size)) {
+		unsigned long new_tail = q->quarantine_tail + 1;
+
+		if (new_tail == q->batches)
+			new_tail = 0;
+		if (new_tail != q->quarantine_head)
+			q->quarantine_tail = new_tail;
+	}
+}
+
+/* quarantine_put: false when the object is to be freed at once (an offline
+ * vCPU's list under v5.10, or no task).  From v4.11 on interrupts stay off for
+ * the whole put; the 2016 put (v4.10) moves a full list to the global
+ * quarantine with them on, so that a cache destroy's per-CPU pass can run in
+ * between and miss the list in flight. */
+static bool quarantine_put_common(struct kmem_cache *cache, struct qlist_node *link)
 {
 	struct odb_kernel *k = cache->k;
 	struct quarantine *q = &kasan_state(k)->q;
@@ -347,7 +372,6 @@ static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
 	struct qlist_head *cq;
 	bool flushed = false;
 
-	/* irqs stay off for the whole put (Q-2017) */
 	local_irq_save(k, flags);
 	if (unlikely(!flags))
 		return false;         /* no task (OOM): freed at once */
@@ -364,18 +388,14 @@ static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
 
 		qlist_move_all(k, cq, &temp);
 		temp.offline = false;
+		if (q->fixes == QUARANTINE_V4_10) {
+			/* local_irq_restore(); spin_lock_irqsave(&quarantine_lock) */
+			local_irq_restore(k, flags);
+			local_irq_save(k, flags);
+		}
 		quarantine_lock_acquire(k, q);
 		t0 = odb_stat_ns(k);
-		WRITE_ONCE(q->quarantine_size, q->quarantine_size + temp.bytes);
-		qlist_move_all(k, &temp, &q->global_quarantine[q->quarantine_tail]);
-		if (q->global_quarantine[q->quarantine_tail].bytes >= READ_ONCE(q->quarantine_batch_size)) {
-			unsigned long new_tail = q->quarantine_tail + 1;
-
-			if (new_tail == q->batches)
-				new_tail = 0;
-			if (new_tail != q->quarantine_head)
-				q->quarantine_tail = new_tail;
-		}
+		global_put_locked(k, q, &temp);
 		note_lock(q, odb_stat_ns(k) - t0);
 		raw_spin_unlock(k, &q->quarantine_lock);
 		flushed = true;
@@ -389,6 +409,21 @@ static bool put_batched(struct kmem_cache *cache, struct qlist_node *link)
 	return true;
 }
 
+/* ---- reduce -------------------------------------------------------------------------------------- */
+/* The batch taken off the global quarantine is freed outside quarantine_lock;
+ * from v4.11 on inside an SRCU read section, which a cache destroy waits for. */
+static void reduce_begin(struct odb_kernel *k, struct quarantine *q)
+{
+	if (q->fixes != QUARANTINE_V4_10)
+		srcu_read_lock(k, &q->remove_cache_srcu);
+}
+
+static void reduce_end(struct odb_kernel *k, struct quarantine *q)
+{
+	if (q->fixes != QUARANTINE_V4_10)
+		srcu_read_unlock(k, &q->remove_cache_srcu);
+}
+
 static void reduce_batched(struct odb_kernel *k)
 {
 	struct quarantine *q = &kasan_state(k)->q;
@@ -398,9 +433,10 @@ static void reduce_batched(struct odb_kernel *k)
 	size_t bytes;
 
 	STAT_INC(q, reduce_calls);
-	if (likely(READ_ONCE(q->quarantine_size) <= READ_ONCE(q->quarantine_max_size)))
+	if (likely(READ_ONCE_RACY(k, q->quarantine_size, true) <=
+		   READ_ONCE_RACY(k, q->quarantine_max_size, true)))
 		return;
-	srcu_read_lock(k, &q->remove_cache_srcu);
+	reduce_begin(k, q);
 	local_irq_save(k, flags);
 	quarantine_lock_acquire(k, q);
 	t0 = odb_stat_ns(k);
@@ -428,41 +464,10 @@ static void reduce_batched(struct odb_kernel *k)
 	note_peak(k);
 	objs = qlist_free_all(k, &to_free, NULL);
 	note_eviction(k, bytes, objs, odb_stat_ns(k) - t1);
-	srcu_read_unlock(k, &q->remove_cache_srcu);
+	reduce_end(k, q);
 }
 
 /* ---- quarter (Q-old) ----------------------------------------------------------------------------- */
-void quarantine_put(struct kmem_cache *cache, void *object)
-{
-	struct odb_kernel *k = cache->k;
-	struct quarantine *q = &kasan_state(k)->q;
-	struct kasan_free_meta *m = kasan_get_free_meta(cache, object);
-	struct qlist_head temp = { 0 };
-	unsigned long flags;
-	struct qlist_head *cq;
-
-	local_irq_save(k, flags);
-	cq = &q->cpu_quarantine[flags ? flags - 1 : 0];
-	qlist_put(k, cq, &m->quarantine_link, cache->size);
-	if (unlikely(cq->bytes > QUARANTINE_PERCPU_SIZE))
-		qlist_move_all(k, cq, &temp);
-	temp.offline = false;
-	local_irq_restore(k, flags);
-	STAT_INC(q, put_calls);
-	if (unlikely(!qlist_empty(&temp))) {
-		uint64_t t0;
-
-		local_irq_save(k, flags);
-		quarantine_lock_acquire(k, q);
-		t0 = odb_stat_ns(k);
-		qlist_move_all(k, &temp, &q->old_global);
-		note_lock(q, odb_stat_ns(k) - t0);
-		raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
-		STAT_INC(q, flushes);
-		note_peak(k);
-	}
-}
-
 void quarantine_reduce(struct odb_kernel *k)
 {
 	struct quarantine *q = &kasan_state(k)->q;
@@ -473,8 +478,10 @@ void quarantine_reduce(struct odb_kernel *k)
 	uint64_t t0, t1, objs;
 
 	STAT_INC(q, reduce_calls);
-	if (likely(READ_ONCE(q->old_global.bytes) <= READ_ONCE(q->old_quarantine_size)))
+	if (likely(READ_ONCE_RACY(k, q->old_global.bytes, true) <=
+		   READ_ONCE_RACY(k, q->old_quarantine_size, true)))
 		return;
+	reduce_begin(k, q);
 	local_irq_save(k, flags);
 	quarantine_lock_acquire(k, q);
 	t0 = odb_stat_ns(k);
@@ -513,6 +520,7 @@ void quarantine_reduce(struct odb_kernel *k)
 	note_peak(k);
 	objs = qlist_free_all(k, &to_free, NULL);
 	note_eviction(k, size_to_free, objs, odb_stat_ns(k) - t1);
+	reduce_end(k, q);
 }
 
 /* ---- the interface ---------------------------------------------------------------------------- */
@@ -521,13 +529,10 @@ bool kasan_quarantine_put(struct kmem_cache *cache, void *object)
 	struct kasan_free_meta *m = kasan_get_free_meta(cache, object);
 	struct quarantine *q = &kasan_state(cache->k)->q;
 
+	(void)q;
 	if (!m)
 		return false;         /* KASAN_NO_FREE_META */
-	if (q->policy == QUARANTINE_QUARTER) {
-		quarantine_put(cache, object);
-		return true;
-	}
-	return put_batched(cache, &m->quarantine_link);
+	return quarantine_put_common(cache, &m->quarantine_link);
 }
 
 void kasan_quarantine_reduce(struct odb_kernel *k)
@@ -554,9 +559,10 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++) {
 		struct qlist_head mine = { 0 };
 
+		if (!cpu_online(k, cpu))
+			continue;     /* on_each_cpu(): online vCPUs only */
 		odb_cpu_lock(k, cpu, &v);
-		if (!q->cpu_quarantine[cpu].offline)
-			qlist_move_cache(k, &q->cpu_quarantine[cpu], &mine, cache);
+		qlist_move_cache(k, &q->cpu_quarantine[cpu], &mine, cache);
 		odb_cpu_unlock(k, cpu, &v);
 		n += qlist_free_all(k, &mine, cache);
 	}
@@ -578,8 +584,10 @@ static uint64_t remove_cache_common(struct kmem_cache *cache)
 	}
 	raw_spin_unlock_irqrestore(k, &q->quarantine_lock, flags);
 	n += qlist_free_all(k, &to_free, cache);
-	/* synchronize_srcu: objects of this cache held by a concurrent reduce are freed */
-	synchronize_srcu(k, &q->remove_cache_srcu);
+	/* synchronize_srcu (v4.11 on): objects of this cache held by a concurrent
+	 * reduce are freed before the cache goes */
+	if (q->fixes != QUARANTINE_V4_10)
+		synchronize_srcu(k, &q->remove_cache_srcu);
 	pthread_mutex_lock(&q->stats_lock);
 	q->st.remove_cache_calls++;
 	q->st.remove_cache_objects += n;
@@ -740,36 +748,51 @@ int odb_kasan_quarantine_drain(odb_kernel *k)
 	return odb_leave(t, ODB_OK);
 }
 
-int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
+/* The quarantine's CPU hotplug callbacks (kasan_cpu_offline / kasan_cpu_online,
+ * v5.10 on): the dying vCPU's list is marked offline, so that its puts free at
+ * once, and freed; before v5.10 there was none and the list just stays. */
+void kasan_cpu_offline(struct odb_kernel *k, unsigned int cpu)
 {
 	struct odb_cpu_visit v;
-	struct odb_task *t = odb_enter(k);
 	struct quarantine *q;
 	struct qlist_head mine = { 0 };
 	uint64_t n;
 
-	if (!t)
-		return odb_enter_failed(k);
 	if (!kasan_enabled(k))
-		return odb_leave(t, odb_err(k, ODB_ESTATE, "kasan: KASAN is off (kasan=off)"));
-	if (cpu < 0 || cpu >= (int)k->nr_cpu_ids)
-		return odb_leave(t, odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
-					    cpu, k->nr_cpu_ids));
+		return;
 	q = &kasan_state(k)->q;
+	if (q->fixes != QUARANTINE_V5_10)
+		return;
 	odb_cpu_lock(k, cpu, &v);
-	q->cpu_quarantine[cpu].offline = offline;
-	if (offline) {
-		/* kasan_cpu_offline: the list is freed at once */
-		mine = q->cpu_quarantine[cpu];
-		mine.offline = false;
-		qlist_init(&q->cpu_quarantine[cpu]);
-	}
+	q->cpu_quarantine[cpu].offline = true;
+	mine = q->cpu_quarantine[cpu];
+	mine.offline = false;
+	qlist_init(&q->cpu_quarantine[cpu]);
 	odb_cpu_unlock(k, cpu, &v);
 	n = qlist_free_all(k, &mine, NULL);
 	pthread_mutex_lock(&q->stats_lock);
 	q->st.offline_objects += n;
 	pthread_mutex_unlock(&q->stats_lock);
-	return odb_leave(t, ODB_OK);
+}
+
+void kasan_cpu_online(struct odb_kernel *k, unsigned int cpu)
+{
+	struct odb_cpu_visit v;
+
+	if (!kasan_enabled(k))
+		return;
+	odb_cpu_lock(k, cpu, &v);
+	kasan_state(k)->q.cpu_quarantine[cpu].offline = false;
+	odb_cpu_unlock(k, cpu, &v);
+}
+
+/* The quarantine's own entry to CPU hotplug (kept for its users): the vCPU
+ * goes offline or online, every room's callbacks included. */
+int odb_kasan_quarantine_cpu_offline(odb_kernel *k, int cpu, bool offline)
+{
+	if (!kasan_enabled(k))
+		return odb_err(k, ODB_ESTATE, "kasan: KASAN is off (kasan=off)");
+	return offline ? odb_cpu_offline(k, cpu) : odb_cpu_online(k, cpu);
 }
 
 /* Count one list's nodes by cache: index i of caches[] when the node's cache is

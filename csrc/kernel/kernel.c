@@ -97,6 +97,7 @@ void srcu_read_lock(struct odb_kernel *k, struct srcu_struct *sp)
 void srcu_read_unlock(struct odb_kernel *k, struct srcu_struct *sp)
 {
 	if (unlikely(odb_sched_on(k))) {
+		odb_kcsan_release(k, sp);
 		atomic_fetch_sub_explicit(&sp->readers, 1, memory_order_release);
 		odb_sched_point_slow(k, ODB_SITE(ODB_SP_UNLOCK, "srcu_read_unlock"), sp);
 		return;
@@ -120,6 +121,83 @@ void synchronize_srcu(struct odb_kernel *k, struct srcu_struct *sp)
 	}
 	pthread_rwlock_wrlock(&sp->rw);
 	pthread_rwlock_unlock(&sp->rw);
+}
+
+/* ---- the reader-writer semaphore (kernel.h) ----------------------------------------- */
+void odb_rwsem_init(struct odb_rwsem *s)
+{
+	pthread_rwlock_init(&s->rw, NULL);
+	atomic_init(&s->readers, 0);
+	atomic_init(&s->writer, false);
+}
+
+void odb_rwsem_destroy(struct odb_rwsem *s)
+{
+	pthread_rwlock_destroy(&s->rw);
+}
+
+static bool rwsem_no_writer(void *arg)
+{
+	return !atomic_load(&((struct odb_rwsem *)arg)->writer);
+}
+
+static bool rwsem_free(void *arg)
+{
+	struct odb_rwsem *s = arg;
+
+	return !atomic_load(&s->writer) && !atomic_load(&s->readers);
+}
+
+/* Wait for pred under the scheduler (a task of a run), else by yielding (no
+ * run is in progress: only threads outside any run take it then). */
+static void rwsem_wait(struct odb_kernel *k, const struct odb_sched_site *site, bool (*pred)(void *),
+		       struct odb_rwsem *s)
+{
+	if (!odb_sched_wait(k, site, pred, s))
+		while (!pred(s))
+			sched_yield();
+}
+
+void down_read(struct odb_kernel *k, struct odb_rwsem *s)
+{
+	if (unlikely(odb_sched_on(k))) {
+		rwsem_wait(k, ODB_SITE(ODB_SP_LOCK, "down_read"), rwsem_no_writer, s);
+		atomic_fetch_add(&s->readers, 1);   /* no point between the test and this */
+		return;
+	}
+	pthread_rwlock_rdlock(&s->rw);
+}
+
+void up_read(struct odb_kernel *k, struct odb_rwsem *s)
+{
+	if (unlikely(odb_sched_on(k))) {
+		odb_kcsan_release(k, s);
+		atomic_fetch_sub(&s->readers, 1);
+		odb_sched_point_slow(k, ODB_SITE(ODB_SP_UNLOCK, "up_read"), s);
+		return;
+	}
+	pthread_rwlock_unlock(&s->rw);
+}
+
+void down_write(struct odb_kernel *k, struct odb_rwsem *s)
+{
+	if (unlikely(odb_sched_on(k))) {
+		rwsem_wait(k, ODB_SITE(ODB_SP_LOCK, "down_write"), rwsem_free, s);
+		atomic_store(&s->writer, true);
+		return;
+	}
+	pthread_rwlock_wrlock(&s->rw);
+}
+
+void up_write(struct odb_kernel *k, struct odb_rwsem *s)
+{
+	if (unlikely(odb_sched_on(k))) {
+		odb_kcsan_release(k, s);
+		atomic_store(&s->writer, false);
+		odb_sched_point_slow(k, ODB_SITE(ODB_SP_UNLOCK, "up_write"), s);
+		return;
+	}
+	pthread_rwlock_unlock(&s->rw);
 }
 
 /* ---- lock bias (kernel.h) --------------------------------------------------------- */
@@ -533,6 +611,52 @@ int odb_bind_cpu_exclusive(odb_kernel *k, int cpu)
 	return odb_leave(t, task_bind_exclusive(k, t, cpu));
 }
 
+/* ---- CPU hotplug ---------------------------------------------------------------- */
+/* cpu_down / cpu_up under the CPU hotplug lock, in the kernel's order: the
+ * dying vCPU's own teardown callbacks (KASAN's) run while it is still online,
+ * then it leaves the online mask, then the DEAD callbacks (SLUB's, debug
+ * objects') run; coming up, it joins the mask first. */
+static int cpu_set_online(odb_kernel *k, int cpu, bool online)
+{
+	struct odb_task *t = odb_enter(k);
+	unsigned int n = 0;
+	int ret = ODB_OK;
+
+	if (!t)
+		return odb_enter_failed(k);
+	if (cpu < 0 || cpu >= (int)k->nr_cpu_ids)
+		return odb_leave(t, odb_err(k, ODB_EINVAL, "cpu %d out of range (kernel has %u vCPUs)",
+					    cpu, k->nr_cpu_ids));
+	down_write(k, &k->cpu_hotplug_lock);
+	for (unsigned int i = 0; i < k->nr_cpu_ids; i++)
+		n += cpu_online(k, i);
+	if (cpu_online(k, (unsigned int)cpu) == online)
+		goto out;
+	if (!online && n == 1) {
+		ret = odb_err(k, ODB_EBUSY, "cpu %d is the last online vCPU", cpu);
+		goto out;
+	}
+	if (online) {
+		atomic_store_explicit(&k->cpus[cpu].offline, false, memory_order_release);
+		odb_rooms_cpu_online(k, (unsigned int)cpu);
+	} else {
+		odb_rooms_cpu_teardown(k, (unsigned int)cpu);
+		atomic_store_explicit(&k->cpus[cpu].offline, true, memory_order_release);
+		odb_rooms_cpu_dead(k, (unsigned int)cpu);
+	}
+out:
+	up_write(k, &k->cpu_hotplug_lock);
+	return odb_leave(t, ret);
+}
+
+int odb_cpu_offline(odb_kernel *k, int cpu) { return cpu_set_online(k, cpu, false); }
+int odb_cpu_online(odb_kernel *k, int cpu) { return cpu_set_online(k, cpu, true); }
+
+bool odb_cpu_is_online(odb_kernel *k, int cpu)
+{
+	return cpu >= 0 && cpu < (int)k->nr_cpu_ids && cpu_online(k, (unsigned int)cpu);
+}
+
 int odb_current_cpu(odb_kernel *k) { return smp_processor_id(k); }
 
 int odb_current_pid(odb_kernel *k)
@@ -632,6 +756,7 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	INIT_LIST_HEAD(&k->tasks);
 	pthread_mutex_init(&k->tasks_lock, NULL);
 	mutex_init(&k->advance_lock);
+	odb_rwsem_init(&k->cpu_hotplug_lock);
 	pthread_mutex_init(&k->reports_lock, NULL);
 	spin_lock_init(&k->rng_lock);
 	odb_rng_seed(&k->rng, cfg->seed);
@@ -649,6 +774,7 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	k->lock_bias = ODB_BIAS_THRESHOLD;   /* odebug.lock_bias=; the vCPU locks' thresholds after the command line */
 	for (i = 0; i < k->nr_cpu_ids; i++) {
 		atomic_init(&k->cpus[i].irq_lock.v, NULL);
+		atomic_init(&k->cpus[i].offline, false);
 		odb_bias_init(k, &k->cpus[i].irq_lock.bias);
 	}
 	odb_fault_init(k);
@@ -775,6 +901,7 @@ void odb_kernel_destroy(odb_kernel *k)
 	spin_lock_destroy(&k->rng_lock);
 	pthread_mutex_destroy(&k->reports_lock);
 	mutex_destroy(&k->advance_lock);
+	odb_rwsem_destroy(&k->cpu_hotplug_lock);
 	pthread_mutex_destroy(&k->tasks_lock);
 	free(k->cmdline);
 	odb_sched_exit(k);

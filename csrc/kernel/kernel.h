@@ -57,6 +57,17 @@ static inline void list_add(struct list_head *n, struct list_head *h) { __list_a
 static inline void list_add_tail(struct list_head *n, struct list_head *h) { __list_add(n, h->prev, h); }
 static inline void list_del(struct list_head *e)
 { e->next->prev = e->prev; e->prev->next = e->next; e->next = e->prev = e; }
+/* Move every entry of list to the tail of head (list is left empty). */
+static inline void list_splice_tail(struct list_head *list, struct list_head *head)
+{
+	if (list_empty(list))
+		return;
+	list->next->prev = head->prev;
+	head->prev->next = list->next;
+	list->prev->next = head;
+	head->prev = list->prev;
+	INIT_LIST_HEAD(list);
+}
 #define list_entry(p, t, m) container_of(p, t, m)
 #define list_for_each_safe(pos, n, head) \
 	for (pos = (head)->next, n = pos->next; pos != (head); pos = n, n = pos->next)
@@ -80,14 +91,15 @@ enum odb_sp_kind {
 	ODB_SP_NR
 };
 struct odb_sched_site {
-	const char *what;             /* "spin_lock(&d->pool_lock)", "cmpxchg_double_slab", ... */
+	const char *what;             /* "spin_lock(&d->pool_lock)", "cmpxchg_double_slab", "d->obj_freeing" */
+	const char *func;             /* the function it is in */
 	const char *file;
 	unsigned int line;
 	unsigned int kind;            /* enum odb_sp_kind */
 };
 /* The site of the expansion point (static: one per call site, never on a hot path's way). */
 #define ODB_SITE(kind_, what_) __extension__ ({ \
-	static const struct odb_sched_site odb_site_ = { (what_), __FILE__, __LINE__, (kind_) }; \
+	static const struct odb_sched_site odb_site_ = { (what_), __func__, __FILE__, __LINE__, (kind_) }; \
 	&odb_site_; })
 /* Lock kinds the scheduler knows how to try, test and release. */
 enum odb_lock_kind { ODB_LK_SPIN, ODB_LK_FAST, ODB_LK_BIT, ODB_LK_MUTEX };
@@ -109,19 +121,30 @@ bool odb_sched_wait(struct odb_kernel *k, const struct odb_sched_site *site, boo
  * may run here.  obj: what it concerns (a lock, a variable), or NULL. */
 #define odb_sched_point(k, what) \
 	do { if (unlikely(odb_sched_on(k))) odb_sched_point_slow((k), ODB_SITE(ODB_SP_MARK, (what)), NULL); } while (0)
-/* READ_ONCE/WRITE_ONCE of state the kernel reads without its lock, with a
- * scheduling point first (and, under odebug.kcsan=on, a check for data races:
- * marked = false for an access the design of the time left plain). */
+/* An access to state the kernel reads without its lock (READ_ONCE_RACY /
+ * WRITE_ONCE_RACY: a scheduling point first, the racy window), or a write
+ * of it under the lock (KCSAN_ACCESS: no point).  Under odebug.kcsan=on the
+ * controlled scheduler checks each one for data races as KCSAN does: two
+ * accesses of different tasks, one a write, not ordered by a lock, not both
+ * marked.  marked: READ_ONCE/WRITE_ONCE in the design of the time; false for
+ * an access it left plain. */
 void odb_sched_access(struct odb_kernel *k, const struct odb_sched_site *site, const void *addr,
-		      bool write, bool marked);
+		      unsigned int size, bool write, bool marked, bool point);
 #define READ_ONCE_RACY(k, x, marked) __extension__ ({ \
 	if (unlikely(odb_sched_on(k))) \
-		odb_sched_access((k), ODB_SITE(ODB_SP_READ, "READ_ONCE(" #x ")"), &(x), false, (marked)); \
+		odb_sched_access((k), ODB_SITE(ODB_SP_READ, #x), &(x), sizeof(x), false, (marked), true); \
 	READ_ONCE(x); })
 #define WRITE_ONCE_RACY(k, x, v, marked) do { \
 	if (unlikely(odb_sched_on(k))) \
-		odb_sched_access((k), ODB_SITE(ODB_SP_WRITE, "WRITE_ONCE(" #x ")"), &(x), true, (marked)); \
+		odb_sched_access((k), ODB_SITE(ODB_SP_WRITE, #x), &(x), sizeof(x), true, (marked), true); \
 	WRITE_ONCE(x, v); } while (0)
+#define KCSAN_ACCESS(k, x, write, marked) do { \
+	if (unlikely(odb_sched_on(k)) && (k)->kcsan) \
+		odb_sched_access((k), ODB_SITE((write) ? ODB_SP_WRITE : ODB_SP_READ, #x), &(x), sizeof(x), \
+				 (write), (marked), false); } while (0)
+/* Happens-before edges the scheduler cannot see (a work item queued -> run). */
+void odb_kcsan_release(struct odb_kernel *k, const void *obj);
+void odb_kcsan_acquire(struct odb_kernel *k, const void *obj);
 
 /* ---- locks ----------------------------------------------------------------- *
  * spinlock_t and raw_spinlock_t: one compare-and-swap to take, one exchange to
@@ -444,9 +467,27 @@ void srcu_read_lock(struct odb_kernel *k, struct srcu_struct *sp);
 void srcu_read_unlock(struct odb_kernel *k, struct srcu_struct *sp);
 void synchronize_srcu(struct odb_kernel *k, struct srcu_struct *sp);
 
+/* ---- a reader-writer semaphore (cpus_read_lock: the CPU hotplug lock) -------------- *
+ * A pthread rwlock on a free kernel; under the controlled scheduler counts
+ * that the scheduler's waits know of (each operation a point). */
+struct odb_rwsem {
+	pthread_rwlock_t rw;
+	atomic_int readers;
+	atomic_bool writer;
+};
+void odb_rwsem_init(struct odb_rwsem *s);
+void odb_rwsem_destroy(struct odb_rwsem *s);
+void down_read(struct odb_kernel *k, struct odb_rwsem *s);
+void up_read(struct odb_kernel *k, struct odb_rwsem *s);
+void down_write(struct odb_kernel *k, struct odb_rwsem *s);
+void up_write(struct odb_kernel *k, struct odb_rwsem *s);
+#define cpus_read_lock(k)    down_read((k), &(k)->cpu_hotplug_lock)
+#define cpus_read_unlock(k)  up_read((k), &(k)->cpu_hotplug_lock)
+
 /* ---- vCPUs and "interrupts disabled" ----------------------------------------- */
 struct odb_cpu {
 	struct odb_fastlock irq_lock; /* stands in for local_irq_disable() */
+	atomic_bool offline;          /* CPU hotplug (odb_cpu_offline) */
 } __attribute__((aligned(64)));
 
 /* local_irq_save/restore: takes the current vCPU's irq lock (nesting-aware);
@@ -653,6 +694,7 @@ struct odb_kernel {
 	/* the controlled scheduler (odebug.sched=controlled), NULL when free */
 	struct odb_sched *sched;
 	bool sched_controlled;            /* odebug.sched=controlled was given */
+	bool kcsan;                       /* odebug.kcsan=on: data races of controlled runs */
 	/* configuration */
 	unsigned int nr_cpu_ids;          /* online vCPUs */
 	unsigned int config_nr_cpus;      /* CONFIG_NR_CPUS */
@@ -675,6 +717,7 @@ struct odb_kernel {
 
 	/* vCPUs */
 	struct odb_cpu *cpus;
+	struct odb_rwsem cpu_hotplug_lock; /* cpus_read_lock(): no vCPU comes or goes meanwhile */
 
 	/* time */
 	_Atomic uint64_t now_ns;          /* virtual clock */
@@ -729,6 +772,11 @@ struct odb_kernel {
 static inline bool odb_sched_on(const struct odb_kernel *k)
 {
 	return k->sched != NULL;
+}
+/* cpu_online(): not taken offline by odb_cpu_offline. */
+static inline bool cpu_online(const struct odb_kernel *k, unsigned int cpu)
+{
+	return !atomic_load_explicit(&k->cpus[cpu].offline, memory_order_acquire);
 }
 /* A clock for the kernel's own measurements (lock hold times, eviction
  * times): the host's CLOCK_MONOTONIC, or under the controlled scheduler the

@@ -160,6 +160,23 @@ static void get_sched(struct odb_kernel *k, char *buf, size_t len)
 	snprintf(buf, len, "%s", k->sched_controlled ? "controlled" : "free");
 }
 
+/* odebug.kcsan=on|off: KCSAN's data-race reports for controlled runs. */
+static int set_kcsan(struct odb_kernel *k, const char *val)
+{
+	bool b;
+
+	if (odb_kstrtobool(val, &b))
+		return odb_err(k, ODB_EINVAL, "odebug.kcsan: `%s' invalid for parameter `odebug.kcsan' "
+			       "(on or off)", val ? val : "");
+	k->kcsan = b;
+	return 0;
+}
+
+static void get_kcsan(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", k->kcsan ? "on" : "off");
+}
+
 const struct odb_param odb_params[] = {
 	{ "panic_on_warn", set_panic_on_warn, get_panic_on_warn },
 	{ "hz", set_hz, get_hz },
@@ -167,6 +184,7 @@ const struct odb_param odb_params[] = {
 	{ "fail_page_alloc", set_fail_page_alloc, get_fail_page_alloc },
 	{ "odebug.lock_bias", set_lock_bias, get_lock_bias },
 	{ "odebug.sched", set_sched, get_sched },
+	{ "odebug.kcsan", set_kcsan, get_kcsan },
 	ODB_ROOM_PARAMS
 	{ NULL, NULL, NULL },
 };

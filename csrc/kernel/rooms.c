@@ -48,3 +48,24 @@ void odb_rooms_exit(struct odb_kernel *k)
 	odb_slab_exit(k);
 	kasan_exit(k);                 /* after the slab: its page frees poison the shadow */
 }
+
+void slub_cpu_dead(struct odb_kernel *k, unsigned int cpu);
+void debug_objects_cpu_offline(struct odb_kernel *k, unsigned int cpu);
+
+/* kasan_cpu_offline is an AP state: it runs on the dying CPU, still online. */
+void odb_rooms_cpu_teardown(struct odb_kernel *k, unsigned int cpu)
+{
+	kasan_cpu_offline(k, cpu);
+}
+
+/* The DEAD states, on the control CPU: SLUB's, then debug objects'. */
+void odb_rooms_cpu_dead(struct odb_kernel *k, unsigned int cpu)
+{
+	slub_cpu_dead(k, cpu);
+	debug_objects_cpu_offline(k, cpu);
+}
+
+void odb_rooms_cpu_online(struct odb_kernel *k, unsigned int cpu)
+{
+	kasan_cpu_online(k, cpu);
+}

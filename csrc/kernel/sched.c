@@ -556,6 +556,28 @@ struct odb_stask {
 	struct held_lock held[MAX_HELD];
 	unsigned int nheld;
 	const struct odb_sched_site *last_site;
+	uint32_t vc[ODB_SCHED_MAX_TASKS];   /* KCSAN: its vector clock */
+};
+
+/* KCSAN: the clock a synchronisation object passes on (a lock's release to its
+ * next acquire, an SRCU section's end to synchronize_srcu, a work item's queue
+ * to its start), and the last accesses of each instrumented variable. */
+struct sync_clock {
+	const void *obj;
+	uint32_t vc[ODB_SCHED_MAX_TASKS];
+};
+struct kcsan_access {
+	const struct odb_sched_site *site;
+	uint32_t clk;                 /* the task's own clock at the access */
+	uint32_t stack;
+	int16_t tid, cpu;
+	bool marked, valid;
+};
+struct shadow_var {
+	const void *addr;
+	unsigned int size;
+	struct kcsan_access w;
+	struct kcsan_access r[ODB_SCHED_MAX_TASKS];
 };
 
 struct site_ent {
@@ -597,6 +619,13 @@ struct odb_sched {
 	uint32_t nsites, sites_cap;
 	uint32_t *site_index;         /* open addressing, id + 1 */
 	uint32_t index_cap;
+	/* KCSAN (odebug.kcsan=on), reset at every run */
+	struct sync_clock *clocks;
+	size_t nclocks, clocks_cap;
+	struct shadow_var *vars;
+	size_t nvars, vars_cap;
+	const struct odb_sched_site **reported;   /* pairs already reported (a, b) */
+	size_t nreported, reported_cap;
 	/* hooks */
 	void (*before)(void *ctx, void **cookie);
 	void (*after)(void *ctx, void *cookie);
@@ -747,6 +776,193 @@ static void unlock_plain(int kind, void *lock)
 	default:
 		__spin_unlock(lock);
 	}
+}
+
+/* ---- KCSAN: vector clocks over the scheduler's synchronisation ------------------------------- */
+static struct sync_clock *clock_of(struct odb_sched *S, const void *obj)
+{
+	for (size_t i = 0; i < S->nclocks; i++)
+		if (S->clocks[i].obj == obj)
+			return &S->clocks[i];
+	if (S->nclocks == S->clocks_cap) {
+		size_t ncap = S->clocks_cap ? S->clocks_cap * 2 : 32;
+		struct sync_clock *nc = realloc(S->clocks, ncap * sizeof(*nc));
+
+		if (!nc)
+			return NULL;
+		S->clocks = nc;
+		S->clocks_cap = ncap;
+	}
+	memset(&S->clocks[S->nclocks], 0, sizeof(S->clocks[0]));
+	S->clocks[S->nclocks].obj = obj;
+	return &S->clocks[S->nclocks++];
+}
+
+static void vc_join(uint32_t *to, const uint32_t *from)
+{
+	for (unsigned int i = 0; i < ODB_SCHED_MAX_TASKS; i++)
+		if (from[i] > to[i])
+			to[i] = from[i];
+}
+
+/* me acquires obj / releases obj (S->mu held) */
+static void kcsan_acquire(struct odb_sched *S, struct odb_stask *me, const void *obj)
+{
+	struct sync_clock *c;
+
+	if (!S->k->kcsan || !(c = clock_of(S, obj)))
+		return;
+	vc_join(me->vc, c->vc);
+}
+
+static void kcsan_release(struct odb_sched *S, struct odb_stask *me, const void *obj)
+{
+	struct sync_clock *c;
+
+	if (!S->k->kcsan || !(c = clock_of(S, obj)))
+		return;
+	vc_join(c->vc, me->vc);
+	me->vc[me->id]++;
+}
+
+static struct shadow_var *var_of(struct odb_sched *S, const void *addr, unsigned int size)
+{
+	for (size_t i = 0; i < S->nvars; i++)
+		if (S->vars[i].addr == addr)
+			return &S->vars[i];
+	if (S->nvars == S->vars_cap) {
+		size_t ncap = S->vars_cap ? S->vars_cap * 2 : 16;
+		struct shadow_var *nv = realloc(S->vars, ncap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		S->vars = nv;
+		S->vars_cap = ncap;
+	}
+	memset(&S->vars[S->nvars], 0, sizeof(S->vars[0]));
+	S->vars[S->nvars].addr = addr;
+	S->vars[S->nvars].size = size;
+	return &S->vars[S->nvars++];
+}
+
+static bool pair_reported(struct odb_sched *S, const struct odb_sched_site *a,
+			  const struct odb_sched_site *b)
+{
+	for (size_t i = 0; i < 2 * S->nreported; i += 2)
+		if ((S->reported[i] == a && S->reported[i + 1] == b) ||
+		    (S->reported[i] == b && S->reported[i + 1] == a))
+			return true;
+	if (S->nreported == S->reported_cap) {
+		size_t ncap = S->reported_cap ? S->reported_cap * 2 : 8;
+		const struct odb_sched_site **nr = realloc(S->reported, 2 * ncap * sizeof(*nr));
+
+		if (!nr)
+			return true;
+		S->reported = nr;
+		S->reported_cap = ncap;
+	}
+	S->reported[2 * S->nreported] = a;
+	S->reported[2 * S->nreported + 1] = b;
+	S->nreported++;
+	return false;
+}
+
+static void kcsan_print_access(struct odb_sched *S, struct odb_report_impl *r, const struct kcsan_access *a,
+			       unsigned int size, bool write)
+{
+	struct odb_stask *t = S->tasks[a->tid];
+
+	report_line(r, "%s%s to %s of %u bytes by task %d on cpu %d:", write ? "write" : "read",
+		    a->marked ? " (marked)" : "", a->site->what, size, t->pid, a->cpu);
+	if (a->stack)
+		stack_depot_print_to(S->k, a->stack, r);
+	else
+		report_line(r, " %s", a->site->func);
+	report_line(r, "%s", "");
+}
+
+/* "BUG: KCSAN: data-race in f / g", the two accesses with their stacks, once
+ * per pair of sites. */
+static void kcsan_report(struct odb_sched *S, struct odb_stask *me, const struct shadow_var *v,
+			 const struct kcsan_access *old, bool old_write, const struct kcsan_access *cur,
+			 bool cur_write)
+{
+	struct odb_report_impl *r;
+	const char *fa = old->site->func, *fb = cur->site->func;
+	char tb[48];
+
+	if (pair_reported(S, old->site, cur->site))
+		return;
+	r = report_new(S->k, "kcsan", "data-race");
+	if (!r)
+		return;
+	if (strcmp(fa, fb) > 0) {
+		const char *x = fa;
+		fa = fb;
+		fb = x;
+	}
+	report_line(r, "==================================================================");
+	report_line(r, "BUG: KCSAN: data-race in %s / %s", fa, fb);
+	report_line(r, "%s", "");
+	kcsan_print_access(S, r, old, v->size, old_write);
+	kcsan_print_access(S, r, cur, v->size, cur_write);
+	report_line(r, "Reported by Kernel Concurrency Sanitizer on:");
+	report_line(r, "CPU: %d UID: 0 PID: %d Comm: %s %s 6.12.0-odebug #1", cur->cpu, me->pid, me->name,
+		    print_tainted(S->k, tb, sizeof(tb)));
+	report_line(r, "==================================================================");
+	report_publish(S->k, r);
+}
+
+/* An instrumented access of me (S->mu held): conflicts with the last write
+ * and, for a write, with the reads since, when neither is ordered before it
+ * and not both are marked; then it is recorded. */
+static void kcsan_check(struct odb_sched *S, struct odb_stask *me, const struct odb_sched_site *site,
+			const void *addr, unsigned int size, bool write, bool marked, uint32_t stack)
+{
+	struct shadow_var *v = var_of(S, addr, size);
+	struct kcsan_access cur = { site, me->vc[me->id], stack, (int16_t)me->id,
+				    (int16_t)(me->cpu < 0 ? 0 : me->cpu), marked, true };
+
+	if (!v)
+		return;
+	if (v->w.valid && v->w.tid != me->id && v->w.clk > me->vc[v->w.tid] && !(v->w.marked && marked))
+		kcsan_report(S, me, v, &v->w, true, &cur, write);
+	if (write) {
+		for (unsigned int i = 0; i < ODB_SCHED_MAX_TASKS; i++) {
+			struct kcsan_access *a = &v->r[i];
+
+			if (a->valid && a->tid != me->id && a->clk > me->vc[a->tid] && !(a->marked && marked))
+				kcsan_report(S, me, v, a, false, &cur, true);
+		}
+		memset(v->r, 0, sizeof(v->r));
+		v->w = cur;
+	} else {
+		v->r[me->id] = cur;
+	}
+}
+
+void odb_kcsan_release(struct odb_kernel *k, const void *obj)
+{
+	struct odb_sched *S = k->sched;
+	struct odb_stask *me;
+
+	if (!S || !k->kcsan || !(me = cur_stask(k)))
+		return;
+	pthread_mutex_lock(&S->mu);
+	kcsan_release(S, me, obj);
+	pthread_mutex_unlock(&S->mu);
+}
+
+void odb_kcsan_acquire(struct odb_kernel *k, const void *obj)
+{
+	struct odb_sched *S = k->sched;
+	struct odb_stask *me;
+
+	if (!S || !k->kcsan || !(me = cur_stask(k)))
+		return;
+	pthread_mutex_lock(&S->mu);
+	kcsan_acquire(S, me, obj);
+	pthread_mutex_unlock(&S->mu);
 }
 
 /* ---- switching ------------------------------------------------------------------------ */
@@ -973,11 +1189,23 @@ void odb_sched_point_slow(struct odb_kernel *k, const struct odb_sched_site *sit
 }
 
 void odb_sched_access(struct odb_kernel *k, const struct odb_sched_site *site, const void *addr,
-		      bool write, bool marked)
+		      unsigned int size, bool write, bool marked, bool point)
 {
-	(void)write;
-	(void)marked;
-	odb_sched_point_slow(k, site, addr);
+	struct odb_sched *S = k->sched;
+	struct odb_stask *me = cur_stask(k);
+	uint32_t stack = 0;
+
+	if (!me)
+		return;
+	if (k->kcsan)
+		stack = stack_depot_save_current(k, 1);
+	if (!(me = managed(k)))
+		return;
+	if (k->kcsan)
+		kcsan_check(S, me, site, addr, size, write, marked, stack);
+	if (point)
+		point_locked(S, me, site);
+	pthread_mutex_unlock(&S->mu);
 }
 
 /* Block me until wait_over (S->mu held; returns with it held, me running). */
@@ -1037,6 +1265,7 @@ void odb_sched_acquire(struct odb_kernel *k, const struct odb_sched_site *site, 
 		block_locked(S, me, site);
 	}
 	held_push(me, lock, site, kind);
+	kcsan_acquire(S, me, lock);
 	pthread_mutex_unlock(&S->mu);
 }
 
@@ -1050,8 +1279,10 @@ bool odb_sched_tryacquire(struct odb_kernel *k, const struct odb_sched_site *sit
 		return lock_try(kind, lock);
 	point_locked(S, me, site);
 	ok = lock_try(kind, lock);
-	if (ok)
+	if (ok) {
 		held_push(me, lock, site, kind);
+		kcsan_acquire(S, me, lock);
+	}
 	pthread_mutex_unlock(&S->mu);
 	return ok;
 }
@@ -1065,6 +1296,7 @@ void odb_sched_release(struct odb_kernel *k, const struct odb_sched_site *site, 
 		unlock_plain(kind, lock);
 		return;
 	}
+	kcsan_release(S, me, lock);
 	unlock_plain(kind, lock);
 	held_pop(me, lock);
 	point_locked(S, me, site);
@@ -1094,6 +1326,7 @@ bool odb_sched_wait(struct odb_kernel *k, const struct odb_sched_site *site, boo
 		me->wait_stack = stack;
 		block_locked(S, me, site);
 	}
+	kcsan_acquire(S, me, arg);        /* what made pred true happened before */
 	pthread_mutex_unlock(&S->mu);
 	return true;
 }
@@ -1287,7 +1520,12 @@ int odb_sched_spawn(odb_kernel *k, odb_task_fn fn, void *arg, int cpu, const cha
 		snprintf(st->name, sizeof(st->name), "task%d", st->pid);
 	S->tasks[S->ntasks++] = st;
 	if (S->active) {
-		/* spawned by a task: it joins the run at once */
+		/* spawned by a task: it joins the run at once, after what its parent did */
+		if (t->st) {
+			memcpy(st->vc, t->st->vc, sizeof(st->vc));
+			t->st->vc[t->st->id]++;
+		}
+		st->vc[id] = 1;
 		S->live++;
 		if (pthread_create(&st->th, NULL, task_main, st) != 0) {
 			S->ntasks--;
@@ -1385,6 +1623,11 @@ int odb_sched_run(odb_kernel *k, odb_sched_strategy *strat, const struct odb_sch
 	S->nev = 0;
 	S->status = ODB_SCHED_DONE;
 	S->live = S->ntasks;
+	S->nclocks = S->nvars = S->nreported = 0;
+	for (unsigned int i = 0; i < S->ntasks; i++) {
+		memset(S->tasks[i]->vc, 0, sizeof(S->tasks[i]->vc));
+		S->tasks[i]->vc[i] = 1;
+	}
 	S->active = true;
 	for (unsigned int i = 0; i < S->ntasks; i++) {
 		if (pthread_create(&S->tasks[i]->th, NULL, task_main, S->tasks[i]) != 0)
@@ -1571,6 +1814,9 @@ void odb_sched_exit(struct odb_kernel *k)
 	if (!S)
 		return;
 	free_tasks(S);     /* spawned, never run */
+	free(S->clocks);
+	free(S->vars);
+	free(S->reported);
 	free(S->choices);
 	free(S->gaps);
 	free(S->whos);

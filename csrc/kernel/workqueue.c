@@ -59,6 +59,8 @@ static bool queue_at(struct odb_kernel *k, struct odb_work *w, uint64_t delay)
 	bool queued = false;
 	int cpu = smp_processor_id(k);
 
+	if (unlikely(odb_sched_on(k)))
+		odb_kcsan_release(k, w);   /* what the queuer did happens before the item runs */
 	pthread_mutex_lock(&k->wq_lock);
 	if (!w->pending) {
 		w->due_ns = due_after(k, ktime_get_ns(k), delay);
@@ -99,8 +101,10 @@ static void run_work_locked(struct odb_kernel *k, struct odb_work *w)
 		task_set_cpu(k, t, cpu);
 		t->in_work++;
 	}
-	if (unlikely(odb_sched_on(k)))
+	if (unlikely(odb_sched_on(k))) {
 		odb_sched_point_slow(k, ODB_SITE(ODB_SP_WORK, "work item start"), w);
+		odb_kcsan_acquire(k, w);
+	}
 	fn(k, arg);
 	if (t) {
 		t->in_work--;

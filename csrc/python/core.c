@@ -361,6 +361,31 @@ static PyObject *Kernel_bind_cpu(KernelObject *self, PyObject *arg)
 	return PyLong_FromLong(old);
 }
 
+static PyObject *Kernel_cpu_hotplug(KernelObject *self, PyObject *args)
+{
+	int cpu, online, ret;
+
+	if (!PyArg_ParseTuple(args, "ip", &cpu, &online))
+		return NULL;
+	CHECK_OPEN(self);
+	Py_BEGIN_ALLOW_THREADS
+	ret = online ? odb_cpu_online(self->k, cpu) : odb_cpu_offline(self->k, cpu);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(self, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Kernel_cpu_is_online(KernelObject *self, PyObject *arg)
+{
+	int cpu = _PyLong_AsInt(arg);
+
+	if (cpu == -1 && PyErr_Occurred())
+		return NULL;
+	CHECK_OPEN(self);
+	return PyBool_FromLong(odb_cpu_is_online(self->k, cpu));
+}
+
 static PyObject *Kernel_current_cpu(KernelObject *self, PyObject *unused)
 {
 	CHECK_OPEN(self);
@@ -883,6 +908,8 @@ static PyMethodDef Kernel_methods[] = {
 	{ "close", (PyCFunction)Kernel_close, METH_NOARGS, "Stop the worker and refuse further calls." },
 	{ "bind_cpu", (PyCFunction)Kernel_bind_cpu, METH_O, "Bind the calling thread to a vCPU (-1 unbinds); returns the old binding." },
 	{ "current_cpu", (PyCFunction)Kernel_current_cpu, METH_NOARGS, "smp_processor_id() of the calling thread." },
+	{ "_cpu_hotplug", (PyCFunction)Kernel_cpu_hotplug, METH_VARARGS, "_cpu_hotplug(cpu, online): CPU hotplug of a vCPU." },
+	{ "cpu_is_online", (PyCFunction)Kernel_cpu_is_online, METH_O, "cpu_is_online(cpu) -> bool." },
 	{ "current_pid", (PyCFunction)Kernel_current_pid, METH_NOARGS, "The calling thread's task id." },
 	{ "set_comm", (PyCFunction)Kernel_set_comm, METH_O, "Set the calling thread's task name." },
 	{ "lock_bias_info", (PyCFunction)Kernel_lock_bias_info, METH_NOARGS, "Lock bias: threshold, grants, revocations." },

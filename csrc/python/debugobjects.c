@@ -521,7 +521,7 @@ static PyObject *py_debug_objects_internals(PyObject *module, PyObject *ko)
 	for (int i = 0; pcp && i < in->nr_cpus; i++)
 		PyList_SET_ITEM(pcp, i, PyLong_FromLong(in->pcp_free[i]));
 	if (pcp)
-		res = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:N,s:L,s:L,s:L,s:L,s:O}",
+		res = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:N,s:L,s:L,s:L,s:L,s:L,s:O}",
 				    "enabled", in->enabled ? Py_True : Py_False,
 				    "obj_cache", in->obj_cache ? Py_True : Py_False,
 				    "eager", in->eager ? Py_True : Py_False,
@@ -536,6 +536,7 @@ static PyObject *py_debug_objects_internals(PyObject *module, PyObject *ko)
 				    "nr_cpus", in->nr_cpus, "pcp_free", pcp,
 				    "hashed", (long long)in->hashed, "work_runs", (long long)in->work_runs,
 				    "work_runs_worker", (long long)in->work_runs_worker,
+				    "offline_freed", (long long)in->offline_freed,
 				    "trylock_failed", (long long)in->trylock_failed,
 				    "selftest_passed", in->selftest_passed ? Py_True : Py_False);
 	free(in);

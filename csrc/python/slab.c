@@ -488,6 +488,19 @@ static PyObject *Cache_validate(CacheObject *c, PyObject *unused)
 	return PyLong_FromLong(errors);
 }
 
+static PyObject *Cache_flush(CacheObject *c, PyObject *unused)
+{
+	int ret;
+
+	CACHE_READY(c);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kmem_cache_flush(c->kernel->k, c->s);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(c->kernel, ret);
+	Py_RETURN_NONE;
+}
+
 static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 {
 	odb_cache *s = c->s;
@@ -693,6 +706,7 @@ static PyMethodDef Cache_methods[] = {
 	{ "alloc_bulk", (PyCFunction)Cache_alloc_bulk, METH_VARARGS, "kmem_cache_alloc_bulk(n, gfp) -> list or None." },
 	{ "free_bulk", (PyCFunction)Cache_free_bulk, METH_O, "kmem_cache_free_bulk(addresses)." },
 	{ "validate", (PyCFunction)Cache_validate, METH_NOARGS, "validate_slab_cache -> errors (KUnit rule)." },
+	{ "flush", (PyCFunction)Cache_flush, METH_NOARGS, "flush_all: every vCPU's slabs back to the node." },
 	{ "destroy", (PyCFunction)Cache_destroy, METH_NOARGS, "kmem_cache_destroy." },
 	{ "info", (PyCFunction)Cache_info, METH_NOARGS, "Layout and counters as a dict." },
 	{ "stats", (PyCFunction)Cache_stats, METH_VARARGS, "CONFIG_SLUB_STATS counters (per_cpu=False)." },

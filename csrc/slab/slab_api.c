@@ -309,7 +309,23 @@ int odb_kmem_cache_validate(odb_kernel *k, odb_cache *s, long *errors)
 	*errors = 0;
 	if ((r = bad_cache(k, s)))
 		LEAVE(r);
+	if (slab_state(k)->path == SLUB_PATH_MODERN && !kmem_cache_debug(s))
+		/* c7323a5ad078 (v6.1): the lockless fast paths of a cache without
+		 * debug flags race with any validation, so the sysfs file refuses */
+		LEAVE(odb_err(k, ODB_EINVAL, "validate: %s has no debug flags (the v6.1+ SLUB "
+			      "validates debug caches only)", s->name));
 	*errors = validate_slab_cache(s);
+	LEAVE(ODB_OK);
+}
+
+int odb_kmem_cache_flush(odb_kernel *k, odb_cache *s)
+{
+	int r;
+	ENTER(k);
+
+	if ((r = bad_cache(k, s)))
+		LEAVE(r);
+	flush_all(s);
 	LEAVE(ODB_OK);
 }
 

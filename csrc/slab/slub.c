@@ -275,6 +275,22 @@ static inline bool should_failslab(struct kmem_cache *s, gfp_t gfp)
 
 static void stat_locked(struct kmem_cache *s, int cpu, enum stat_item si);
 
+/* nr_slabs / total_objects of the node.  The modern debug flows (v6.1's
+ * c7323a5ad078) update them under list_lock together with the lists, so that
+ * validate never counts a slab between the two; the other flows when a slab
+ * is allocated and freed. */
+static void inc_slabs_node(struct kmem_cache *s, unsigned int objects)
+{
+	atomic_fetch_add(&s->node.nr_slabs, 1);
+	atomic_fetch_add(&s->node.total_objects, objects);
+}
+
+static void dec_slabs_node(struct kmem_cache *s, unsigned int objects)
+{
+	atomic_fetch_sub(&s->node.nr_slabs, 1);
+	atomic_fetch_sub(&s->node.total_objects, objects);
+}
+
 static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 {
 	struct odb_kernel *k = s->k;
@@ -326,12 +342,13 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
 	}
 	slab_set(sl, start + s->red_left_pad, SLAB_COUNTERS(objects, objects, 1));
-	atomic_fetch_add(&s->node.nr_slabs, 1);
-	atomic_fetch_add(&s->node.total_objects, objects);
+	if (!s->modern_debug)
+		inc_slabs_node(s, objects);   /* the modern debug flows count it when they list it */
 	return sl;
 }
 
-static void __free_slab(struct kmem_cache *s, struct slab *sl)
+/* uncounted: the caller took the slab off the node's counts already */
+static void __free_slab(struct kmem_cache *s, struct slab *sl, bool uncounted)
 {
 	struct odb_kernel *k = s->k;
 	struct page *pg = slab_page(sl);
@@ -346,8 +363,8 @@ static void __free_slab(struct kmem_cache *s, struct slab *sl)
 			check_object(s, sl, base + (size_t)i * s->size + s->red_left_pad,
 				     SLUB_RED_INACTIVE);
 	}
-	atomic_fetch_sub(&s->node.nr_slabs, 1);
-	atomic_fetch_sub(&s->node.total_objects, SLAB_OBJECTS(sl->counters));
+	if (!uncounted)
+		dec_slabs_node(s, SLAB_OBJECTS(sl->counters));
 	__atomic_fetch_and(&pg->flags, ~PG_slab, __ATOMIC_RELAXED);
 	memset(sl, 0, sizeof(*sl));
 	__free_pages(k, pg, order);
@@ -355,7 +372,7 @@ static void __free_slab(struct kmem_cache *s, struct slab *sl)
 
 void discard_slab(struct kmem_cache *s, struct slab *sl)
 {
-	__free_slab(s, sl);
+	__free_slab(s, sl, false);
 }
 
 /* ---- node lists (list_lock held) ------------------------------------------------- */
@@ -609,22 +626,35 @@ static void flush_slab(struct kmem_cache *s, struct kmem_cache_cpu *c, int cpu)
 
 /* flush_all: every vCPU's slab and partials back to the node, visiting one
  * vCPU at a time (odb_cpu_lock); the caller holds no other vCPU's irq lock. */
+/* __flush_cpu_slab: vCPU cpu's slab and partials back to the node. */
+static void __flush_cpu_slab(struct kmem_cache *s, unsigned int cpu)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	struct odb_cpu_visit v;
+
+	odb_cpu_lock(s->k, cpu, &v);
+	if (c->slab)
+		flush_slab(s, c, (int)cpu);
+	unfreeze_partials(s, c, (int)cpu);
+	odb_cpu_unlock(s->k, cpu, &v);
+}
+
 void flush_all(struct kmem_cache *s)
 {
-	struct odb_kernel *k = s->k;
+	for (unsigned int cpu = 0; cpu < s->k->nr_cpu_ids; cpu++)
+		__flush_cpu_slab(s, cpu);
+}
 
-	for (unsigned int cpu = 0; cpu < k->nr_cpu_ids; cpu++) {
-		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+/* slub_cpu_dead: a vCPU went offline; every cache's per-CPU slabs go back. */
+void slub_cpu_dead(struct odb_kernel *k, unsigned int cpu)
+{
+	struct odb_slab_state *ss = slab_state(k);
+	struct list_head *pos;
 
-		struct odb_cpu_visit v;
-
-		odb_cpu_lock(k, cpu, &v);
-
-		if (c->slab)
-			flush_slab(s, c, (int)cpu);
-		unfreeze_partials(s, c, (int)cpu);
-		odb_cpu_unlock(k, cpu, &v);
-	}
+	mutex_lock(k, &ss->slab_mutex);
+	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next)
+		__flush_cpu_slab(list_entry(pos, struct kmem_cache, list), cpu);
+	mutex_unlock(k, &ss->slab_mutex);
 }
 
 /* ---- allocation ------------------------------------------------------------------------ */
@@ -708,15 +738,22 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 	object = slab_freelist(sl);
 	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(1, SLAB_OBJECTS(sl->counters), 0));
 	if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
+		/* not expected on a new slab; it is left off every list (the
+		 * kernel then counts it nowhere: odebug counts it, so that the
+		 * node's books still add up with its pages) */
+		node_lock(s, n);
 		if (!counted)
-			stat_locked(s, cpu, ALLOC_SLOWPATH);
-		stat_locked(s, cpu, ALLOC_SLAB);
-		return NULL;   /* not expected on a new slab; it is left off every list */
+			stat_cpu(s, cpu, ALLOC_SLOWPATH);
+		stat_cpu(s, cpu, ALLOC_SLAB);
+		inc_slabs_node(s, SLAB_OBJECTS(sl->counters));
+		node_unlock(s, n);
+		return NULL;
 	}
 	node_lock(s, n);
 	if (!counted)
 		stat_cpu(s, cpu, ALLOC_SLOWPATH);
 	stat_cpu(s, cpu, ALLOC_SLAB);
+	inc_slabs_node(s, SLAB_OBJECTS(sl->counters));
 	if (SLAB_OBJECTS(sl->counters) == 1)
 		add_full(s, n, sl);
 	else
@@ -804,6 +841,7 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 			remove_partial(n, sl);
 		else
 			remove_full(s, n, sl);
+		dec_slabs_node(s, SLAB_OBJECTS(c));   /* with the list, under list_lock */
 		slab_free = sl;
 		stat_c(cc, FREE_SLAB);
 	} else if (!prior) {
@@ -813,7 +851,7 @@ void free_to_partial_list(struct kmem_cache *s, struct slab *sl, void *head, voi
 	}
 	odb_bspin_unlock(&n->list_lock, t->slot);
 	if (slab_free)
-		discard_slab(s, slab_free);
+		__free_slab(s, slab_free, true);
 }
 
 /* ---- the modern debug flows' common case, inline ------------------------------------ *
@@ -1734,17 +1772,24 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 	if (!s)
 		return;
 	kvfree_rcu_barrier(k);      /* v6.12+: pending kfree_rcu()s first */
+	cpus_read_lock(k);          /* no vCPU comes or goes during the destroy */
 	mutex_lock(k, &slab_state(k)->slab_mutex);
 	list_del(&s->list);
 	mutex_unlock(k, &slab_state(k)->slab_mutex);
 	kasan_cache_shutdown(s);          /* quarantined objects go back first */
 	err = kmem_cache_shutdown(s);
+	cpus_read_unlock(k);
 	if (err) {
-		/* kernel: "kmem_cache_destroy %s: Slab cache still has objects" and the
-		 * cache is kept.  odebug frees it all: the report holds the leaks. */
+		/* As the kernel does, the cache stays with its slabs (a later free of
+		 * one of its objects -- from a quarantine that missed it, say -- goes
+		 * into it as into any cache); odebug keeps it off the list of names
+		 * so that the name can be used again, and frees it with the kernel. */
 		printk(k, "kmem_cache_destroy %s: Slab cache still has objects when called from %s",
 		       s->name, "kmem_cache_destroy");
-		free_all_slabs(s);
+		mutex_lock(k, &slab_state(k)->slab_mutex);
+		list_add_tail(&s->list, &slab_state(k)->zombies);
+		mutex_unlock(k, &slab_state(k)->slab_mutex);
+		return;
 	}
 	free_cache(s);
 }
@@ -1783,6 +1828,7 @@ int odb_slab_early_init(struct odb_kernel *k)
 		return -1;
 	mutex_init(&ss->slab_mutex);
 	INIT_LIST_HEAD(&ss->slab_caches);
+	INIT_LIST_HEAD(&ss->zombies);
 	k->slab = ss;
 	return 0;
 }
@@ -1823,6 +1869,7 @@ void odb_slab_exit(struct odb_kernel *k)
 	if (!ss)
 		return;
 	odb_rcu_exit(k);
+	list_splice_tail(&ss->zombies, &ss->slab_caches);
 	list_for_each_safe(pos, n, &ss->slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 		list_del(&s->list);

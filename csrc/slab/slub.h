@@ -130,6 +130,7 @@ enum slub_path { SLUB_PATH_RELAXED = 0, SLUB_PATH_LOCKED = 1, SLUB_PATH_MODERN =
 struct odb_slab_state {
 	struct mutex slab_mutex;            /* slab_caches list, create/destroy */
 	struct list_head slab_caches;
+	struct list_head zombies;           /* destroyed with objects left: kept, as the kernel keeps them */
 	struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
 	/* slub_debug= */
 	slab_flags_t slub_debug;            /* global flags */

@@ -132,6 +132,14 @@ struct odb_lock_bias_info {
 	uint64_t grants, revocations;
 };
 ODB_API void odb_lock_bias_info(odb_kernel *k, struct odb_lock_bias_info *out);
+/* CPU hotplug: vCPU cpu goes offline (every room's callback runs: SLUB
+ * flushes its per-CPU slabs, KASAN's quarantine (v5.10 on) frees its list,
+ * debug objects give its per-CPU pool back) or online again.  Threads bound to
+ * an offline vCPU still run on it (as an interrupt on a dying CPU would).
+ * ODB_EINVAL for a bad cpu, ODB_EBUSY for the last online vCPU. */
+ODB_API int odb_cpu_offline(odb_kernel *k, int cpu);
+ODB_API int odb_cpu_online(odb_kernel *k, int cpu);
+ODB_API bool odb_cpu_is_online(odb_kernel *k, int cpu);
 /* smp_processor_id() of the calling thread. */
 ODB_API int odb_current_cpu(odb_kernel *k);
 /* The calling thread's task id (pid) in k; assigned on first use from 1. */
@@ -448,8 +456,13 @@ ODB_API int odb_krealloc(odb_kernel *k, odb_addr_t p, size_t new_size, unsigned 
 /* The calling thread's running count of slab errors under the KUnit rule
  * (lib/slub_kunit.c's "slab_errors"): take a difference around any call. */
 ODB_API unsigned long odb_slab_errors(odb_kernel *k);
-/* validate_slab_cache: *errors gets the KUnit-rule error count. */
+/* validate_slab_cache: *errors gets the KUnit-rule error count.  On the
+ * modern path (v6.1+) a cache without debug flags is refused (ODB_EINVAL), as
+ * the kernel's sysfs file refuses it. */
 ODB_API int odb_kmem_cache_validate(odb_kernel *k, odb_cache *s, long *errors);
+/* flush_all(): every vCPU's slab and per-CPU partial slabs back to the node
+ * (what validate does first; for a cache the v6.1+ path will not validate). */
+ODB_API int odb_kmem_cache_flush(odb_kernel *k, odb_cache *s);
 
 struct odb_cache_info {
 	char name[64];
@@ -700,6 +713,7 @@ struct odb_debug_objects_internals {
 	int64_t hashed;               /* trackers in the hash */
 	int64_t work_runs;            /* free_obj_work invocations */
 	int64_t work_runs_worker;     /* of which on the real clock's worker thread */
+	int64_t offline_freed;        /* trackers CPU offline gave back uncounted (v5.3) */
 	int64_t trylock_failed;       /* of which the trylock failed */
 	bool selftest_passed;
 };
