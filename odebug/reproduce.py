@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from typing import Dict, List, Optional
@@ -148,24 +149,87 @@ def format_quarantine(r: Dict[str, object]) -> str:
 
 
 # ---- slub ------------------------------------------------------------------------------------
+_CALLGRIND_SCRIPT = """
+import odebug
+from odebug import _core
+with odebug.Kernel({cmdline!r}, cpus=2, ram="256M") as k:
+    for _ in range(2):
+        r = _core.hackbench(k, groups=2, fds=10, loops=20, msg_size=100)
+print(2 * r["messages"])
+"""
+
+
+def slub_instructions(slub_debug: str, path: str) -> Optional[float]:
+    """Instructions the allocator ran per hackbench message (kmem_cache_alloc,
+    kmalloc, kfree, kmem_cache_free, inclusive), counted by valgrind's callgrind
+    in a subprocess: the same in every run of the same build, whatever the host
+    is doing.  None when valgrind is not installed."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    vg = shutil.which("valgrind")
+    if vg is None:
+        return None
+    cmdline = f"kasan=off no_debug_objects slub_debug={slub_debug} odebug.slub_path={path}"
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "callgrind.out")
+        fns = [f"--toggle-collect={f}" for f in ("kmem_cache_alloc", "kmalloc", "kfree",
+                                                  "kmem_cache_free")]
+        r = subprocess.run([vg, "--tool=callgrind", f"--callgrind-out-file={out}", *fns,
+                            sys.executable, "-c", _CALLGRIND_SCRIPT.format(cmdline=cmdline)],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(out):
+            return None
+        total = None
+        with open(out) as f:
+            for line in f:
+                if line.startswith(("summary:", "totals:")):
+                    total = int(line.split()[1])
+                    break
+        msgs = int(r.stdout.split()[-1]) if r.stdout.split() else 0
+        return total / msgs if total is not None and msgs else None
+
+
 def slub(quick: bool = False, runs: Optional[int] = None) -> Dict[str, object]:
-    """hackbench on the slab with slub_debug=P, locked vs relaxed (and - / FZPU)."""
+    """hackbench on the slab with slub_debug=P, locked vs relaxed (and - / FZPU).
+
+    The senders and receivers run on their vCPUs (one host thread per vCPU, as a
+    CPU runs tasks): no lock holder is preempted by the host, so the times measure
+    the allocator.  Beside the times: the vCPU threads' CPU time, list_lock
+    acquisitions and contended ones per message, and (with valgrind) the
+    allocator's instructions per message, which do not depend on the host."""
     runs = runs or (3 if quick else 10)
     kw = dict(groups=4 if quick else 10, fds=20, loops=30 if quick else 100, msg_size=100)
-    out: Dict[str, object] = {"hackbench": kw, "runs": runs}
+    out: Dict[str, object] = {"hackbench": kw, "runs": runs, "run_on": "vcpus"}
     for fl in ("P", "-", "FZPU"):
-        row = {}
+        row: Dict[str, object] = {}
         for path in ("locked", "relaxed"):
             _progress(f"slub: hackbench -g {kw['groups']} -f {kw['fds']} -l {kw['loops']}, "
-                      f"slub_debug={fl}, {path}, {runs} runs")
+                      f"slub_debug={fl}, {path}, {runs} runs, tasks on 2 vCPUs")
             with Kernel(f"kasan=off no_debug_objects slub_debug={fl} odebug.slub_path={path}",
                         cpus=2, ram="1G") as k:
-                r = hackbench(k, runs=runs, **kw)
+                # the control's runs take a few milliseconds: 8x the loops for a steady time
+                kwf = dict(kw, loops=kw["loops"] * 8) if fl == "-" else kw
+                hackbench(k, runs=1, **kwf)       # warm-up: the slabs exist before the clock runs
+                r = hackbench(k, runs=runs, **kwf)
                 assert not k.reports and r.alloc_failures == 0
-            row[path] = {"mean": r.mean, "variance": r.variance, "stdev": r.stdev, "times": r.times}
+            msgs = r.messages or 1
+            row[path] = {"mean": r.mean, "variance": r.variance, "stdev": r.stdev, "times": r.times,
+                         "cpu_mean": statistics.fmean(r.cpu_times) if r.cpu_times else None,
+                         "list_lock_per_msg": r.list_lock_acquired / msgs,
+                         "list_lock_contended_per_msg": r.list_lock_contended / msgs}
+            if fl in ("P", "-"):
+                _progress(f"slub: instructions per message under callgrind, slub_debug={fl}, {path}")
+                row[path]["instructions_per_msg"] = slub_instructions(fl, path)
         row["relaxed_speedup"] = _ratio(row["locked"]["mean"], row["relaxed"]["mean"])
+        lc, rc = row["locked"]["cpu_mean"], row["relaxed"]["cpu_mean"]
+        row["relaxed_cpu_speedup"] = _ratio(lc, rc) if lc and rc else None
+        li, ri = row["locked"].get("instructions_per_msg"), row["relaxed"].get("instructions_per_msg")
+        row["relaxed_instruction_ratio"] = _ratio(li, ri) if li and ri else None
         out["slub_debug=" + fl] = row
     out["relaxed_speedup"] = out["slub_debug=P"]["relaxed_speedup"]
+    out["relaxed_instruction_ratio"] = out["slub_debug=P"]["relaxed_instruction_ratio"]
     return out
 
 
@@ -174,7 +238,7 @@ def format_slub(r: Dict[str, object]) -> str:
     kw = r["hackbench"]
     lines = ["== SLUB debug paths (2016 series) -- locked vs relaxed ==",
              f"hackbench -g {kw['groups']} -f {kw['fds']} -l {kw['loops']} -s {kw['msg_size']} "
-             f"on the slab, 2 vCPUs, {r['runs']} runs (seed: -g 20 -l 1000, 100 runs, seconds)",
+             f"on the slab, tasks on 2 vCPUs, {r['runs']} runs (seed: -g 20 -l 1000, 100 runs, seconds)",
              f"{'':18}{'mean':>9}{'variance':>10}{'stdev':>8}   {'seed mean':>9}{'variance':>10}{'stdev':>8}"]
     p = r["slub_debug=P"]
     for path in ("locked", "relaxed"):
@@ -183,10 +247,25 @@ def format_slub(r: Dict[str, object]) -> str:
                      f"{s[path + '_mean']:>9.3f}{s[path + '_variance']:>10.3f}{s[path + '_stdev']:>8.3f}")
     lines.append(f"relaxed speedup (locked / relaxed): {p['relaxed_speedup']:.2f}x   "
                  f"(seed {s['relaxed_speedup']:.2f}x)")
-    for fl in ("-", "FZPU"):
+    lines.append(f"{'per message':18}{'instr':>9}{'cpu us':>10}{'list_lock':>10}{'contended':>10}"
+                 "   (instr: the allocator's, callgrind; cpu: vCPU threads on a CPU)")
+    for fl in ("P", "-"):
+        row = r["slub_debug=" + fl]
+        for path in ("locked", "relaxed"):
+            m = row[path]
+            ins = m.get("instructions_per_msg")
+            msgs = kw["groups"] * kw["fds"] * kw["fds"] * kw["loops"] * (8 if fl == "-" else 1)
+            cpu = m["cpu_mean"] * 1e6 / msgs if m.get("cpu_mean") else float("nan")
+            lines.append(f"{fl + ' ' + path:18}{(f'{ins:,.0f}' if ins else 'n/a'):>9}{cpu:>10.2f}"
+                         f"{m['list_lock_per_msg']:>10.2f}{m['list_lock_contended_per_msg']:>10.3f}")
+    if p.get("relaxed_instruction_ratio"):
+        lines.append(f"P: locked / relaxed instructions per message: {p['relaxed_instruction_ratio']:.2f}x;"
+                     f" control slub_debug=-: "
+                     f"{(r['slub_debug=-'].get('relaxed_instruction_ratio') or float('nan')):.2f}x")
+    for fl, note in (("-", f" (control, {kw['loops'] * 8} loops)"), ("FZPU", "")):
         row = r["slub_debug=" + fl]
         lines.append(f"context slub_debug={fl}: locked {row['locked']['mean']:.3f} s, relaxed "
-                     f"{row['relaxed']['mean']:.3f} s, ratio {row['relaxed_speedup']:.2f}x")
+                     f"{row['relaxed']['mean']:.3f} s, ratio {row['relaxed_speedup']:.2f}x{note}")
     return "\n".join(lines)
 
 

@@ -3,7 +3,10 @@
 ``hackbench(k, groups, fds, loops, msg_size)`` is the hackbench pattern on the
 slab (each message an skbuff_head_cache object plus a kmalloc, allocated by a
 sender on its vCPU, freed by a receiver on another); ``runs=N`` repeats it and
-reports mean, variance and stdev as the 2016 SLUB series did.
+reports mean, variance and stdev as the 2016 SLUB series did.  By default the
+senders and receivers run on their vCPUs (one host thread per vCPU switches
+between its tasks where one blocks, as a CPU does: no lock holder is preempted
+by the host); ``run_on="threads"`` gives each task a pthread of its own.
 """
 from __future__ import annotations
 
@@ -17,11 +20,17 @@ from . import _core
 
 @dataclass
 class HackbenchResult:
-    """Seconds per run and what the allocator did."""
+    """Seconds per run and what the allocator did: ``cpu_times`` (seconds the vCPU
+    threads were on a CPU, per run; tasks on vCPUs only), ``list_lock_acquired`` /
+    ``list_lock_contended`` (acquisitions of the two caches' list_lock, and those
+    that waited for another holder, over all runs)."""
     times: List[float]
     messages: int
     alloc_failures: int
     slab_stats: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    cpu_times: List[float] = field(default_factory=list)
+    list_lock_acquired: int = 0
+    list_lock_contended: int = 0
 
     @property
     def mean(self) -> float:
@@ -40,30 +49,40 @@ class HackbenchResult:
 
 
 def hackbench(k, groups: int = 10, fds: int = 20, loops: int = 100, msg_size: int = 100,
-              mode: str = "processes", runs: int = 1, queue_depth: int = 64) -> HackbenchResult:
-    """Run hackbench ``runs`` times on kernel ``k`` (2*groups*fds pthreads each).
+              mode: str = "processes", runs: int = 1, queue_depth: int = 64,
+              run_on: str = "vcpus") -> HackbenchResult:
+    """Run hackbench ``runs`` times on kernel ``k`` (2*groups*fds tasks each).
 
     ``mode`` is ``"processes"`` (hackbench -P, the default) or ``"threads"`` (-T):
-    every task is a pthread either way; the mode names the tasks."""
+    it names the tasks.  ``run_on`` is ``"vcpus"`` (default: one host thread per
+    vCPU runs its tasks, switching where one blocks) or ``"threads"`` (a pthread
+    per task, hundreds of them on a few cores)."""
     if mode not in ("processes", "threads"):
         raise ValueError(f"mode: 'processes' or 'threads', not {mode!r}")
+    if run_on not in ("vcpus", "threads"):
+        raise ValueError(f"run_on: 'vcpus' or 'threads', not {run_on!r}")
     for name, v in (("groups", groups), ("fds", fds), ("loops", loops), ("runs", runs)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}: expected a positive int, not {v!r}")
-    times, msgs, fails = [], 0, 0
+    times, cpu, msgs, fails, acq, cont = [], [], 0, 0, 0, 0
     for _ in range(runs):
         r = _core.hackbench(k, groups=groups, fds=fds, loops=loops, msg_size=msg_size,
-                            queue_depth=queue_depth, processes=mode == "processes")
+                            queue_depth=queue_depth, processes=mode == "processes",
+                            on_threads=run_on == "threads")
         times.append(r["elapsed_ns"] / 1e9)
+        if run_on == "vcpus":
+            cpu.append(r["cpu_ns"] / 1e9)
         msgs += r["messages"]
         fails += r["alloc_failures"]
+        acq += r["list_lock_acquired"]
+        cont += r["list_lock_contended"]
     stats = {}
     for name in ("skbuff_head_cache", _kmalloc_name(msg_size + 320)):
         try:
             stats[name] = k.cache(name).stats()
         except _core.NotFound:
             pass
-    return HackbenchResult(times, msgs, fails, stats)
+    return HackbenchResult(times, msgs, fails, stats, cpu, acq, cont)
 
 
 def _kmalloc_name(size: int) -> str:

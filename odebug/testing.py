@@ -1226,3 +1226,8 @@ __all__ = [
     "cache_configs", "vcpus", "sizes", "small_sizes", "advances", "BEHAVIOURS",
     "behaviour_descr", "kmalloc_object_size", "SLAB_POISON", "SLAB_RED_ZONE",
 ]
+
+
+# ---- concurrency: schedules as data, concurrent machines (odebug/concurrent.py) --------------------
+from .concurrent import (ConcurrentMachine, DebugObjectsConcurrentMachine,  # noqa: E402,F401
+                         QuarantineConcurrentMachine, SlabConcurrentMachine, TaskOp, schedules)

@@ -419,22 +419,42 @@ static inline void odb_fastlock_unlock(struct odb_fastlock *l, struct odb_task_s
 }
 
 /* ---- a spinlock that may be biased (list_lock) --------------------------------- */
-struct odb_bspinlock { spinlock_t l; struct odb_bias bias; };
+struct odb_bspinlock {
+	spinlock_t l;
+	struct odb_bias bias;
+	/* acquisitions (biased ones included) and those that waited for another
+	 * holder: updated by the holder, read without the lock */
+	_Atomic unsigned long acquired, contended;
+};
 static inline void odb_bspin_lock_init(struct odb_kernel *k, struct odb_bspinlock *bl)
 {
 	spin_lock_init(&bl->l);
 	odb_bias_init(k, &bl->bias);
+	atomic_init(&bl->acquired, 0);
+	atomic_init(&bl->contended, 0);
+}
+/* one more acquisition (the holder alone writes it: a plain add, no atomic RMW) */
+static inline void odb_bspin_count(_Atomic unsigned long *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 static inline void odb_bspin_lock_at(struct odb_bspinlock *bl, struct odb_task_slot *me,
 				     const struct odb_sched_site *site)
 {
-	if (likely(odb_bias_enter(&bl->bias, me, ODB_BIAS_NODE, bl)))
-		return;
-	if (unlikely(bl->bias.mode == ODB_BIAS_SCHED)) {
-		odb_sched_acquire(bl->bias.k, site, ODB_LK_SPIN, &bl->l);
+	if (likely(odb_bias_enter(&bl->bias, me, ODB_BIAS_NODE, bl))) {
+		odb_bspin_count(&bl->acquired);
 		return;
 	}
-	__spin_lock(&bl->l);
+	if (unlikely(bl->bias.mode == ODB_BIAS_SCHED)) {
+		odb_sched_acquire(bl->bias.k, site, ODB_LK_SPIN, &bl->l);
+		odb_bspin_count(&bl->acquired);
+		return;
+	}
+	if (unlikely(!__spin_trylock(&bl->l))) {
+		odb_spin_lock_wait(&bl->l);
+		odb_bspin_count(&bl->contended);
+	}
+	odb_bspin_count(&bl->acquired);
 	odb_bias_acquired(&bl->bias, me, ODB_BIAS_NODE, bl);
 }
 static inline void odb_bspin_unlock_at(struct odb_bspinlock *bl, struct odb_task_slot *me,

@@ -635,27 +635,32 @@ static PyObject *py_bench_malloc(PyObject *m, PyObject *args)
 static PyObject *py_hackbench(PyObject *m, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "kernel", "groups", "fds", "loops", "msg_size", "queue_depth",
-				  "processes", NULL };
+				  "processes", "on_threads", NULL };
 	PyObject *kobj;
-	struct odb_hackbench_cfg cfg = { 10, 20, 100, 100, 0, true };
+	struct odb_hackbench_cfg cfg = { 10, 20, 100, 100, 0, true, false };
 	struct odb_hackbench_result r;
-	int processes = 1, ret;
+	int processes = 1, on_threads = 0, ret;
 	KernelObject *ko;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|IIIIIp", kwlist, &kobj, &cfg.groups, &cfg.fds,
-					 &cfg.loops, &cfg.msg_size, &cfg.queue_depth, &processes))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|IIIIIpp", kwlist, &kobj, &cfg.groups, &cfg.fds,
+					 &cfg.loops, &cfg.msg_size, &cfg.queue_depth, &processes,
+					 &on_threads))
 		return NULL;
 	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
 	cfg.processes = processes;
+	cfg.on_threads = on_threads;
 	Py_BEGIN_ALLOW_THREADS
 	ret = odb_hackbench(ko->k, &cfg, &r);
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(ko, ret);
-	return Py_BuildValue("{s:K,s:K,s:K}", "elapsed_ns", (unsigned long long)r.elapsed_ns,
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "elapsed_ns", (unsigned long long)r.elapsed_ns,
 			     "messages", (unsigned long long)r.messages,
-			     "alloc_failures", (unsigned long long)r.alloc_failures);
+			     "alloc_failures", (unsigned long long)r.alloc_failures,
+			     "cpu_ns", (unsigned long long)r.cpu_ns,
+			     "list_lock_acquired", (unsigned long long)r.list_lock_acquired,
+			     "list_lock_contended", (unsigned long long)r.list_lock_contended);
 }
 
 static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL); }

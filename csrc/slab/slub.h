@@ -285,6 +285,8 @@ struct kmem_cache *__kmem_cache_create(struct odb_kernel *k, const char *name, u
 				       unsigned int align, slab_flags_t flags, void (*ctor)(void *),
 				       odb_ctor_fn pctor, void *pctor_ctx, int *err);
 struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name);
+/* The kmalloc cache of a size (NULL: 0 or past KMALLOC_MAX_CACHE_SIZE). */
+struct kmem_cache *kmalloc_slab(struct odb_kernel *k, size_t size);
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size);
 
 /* kvfree_rcu (rcu.c) */

@@ -497,15 +497,22 @@ struct odb_hackbench_cfg {
 	unsigned int msg_size;        /* -s (bytes) */
 	unsigned int queue_depth;     /* messages a receiver's queue holds (0: 64) */
 	bool processes;               /* -P naming (threads either way) */
+	bool on_threads;              /* one pthread per task (default: tasks on their vCPUs) */
 };
 struct odb_hackbench_result {
 	uint64_t elapsed_ns;
 	uint64_t messages;
 	uint64_t alloc_failures;
+	uint64_t cpu_ns;              /* time the vCPU threads were on a CPU (tasks on vCPUs) */
+	uint64_t list_lock_acquired;  /* list_lock acquisitions of the two caches */
+	uint64_t list_lock_contended; /* of which had to wait for another holder */
 };
-/* hackbench: 2 * groups * fds threads; each message is an skbuff_head_cache
+/* hackbench: 2 * groups * fds tasks; each message is an skbuff_head_cache
  * object plus kmalloc(msg_size + 320), allocated by the sender on its vCPU and
- * freed by the receiver on another. */
+ * freed by the receiver on another.  By default the tasks run on their vCPUs:
+ * one host thread per vCPU steps its senders and receivers and switches only
+ * where one blocks on its queue (as a CPU runs tasks: no lock holder is
+ * preempted by the host); on_threads: a pthread per task. */
 ODB_API int odb_hackbench(odb_kernel *k, const struct odb_hackbench_cfg *cfg,
 			  struct odb_hackbench_result *out);
 
