@@ -115,9 +115,14 @@ def test_leak_destroy(path):
     s = k.kmem_cache_create("TestSlub_leak_destroy", 64, flags=NU)
     p = s.alloc()
     assert errors_of(k, s.destroy) == 2
-    r = k.reports[-1]
+    r, w = k.reports[-2:]
     assert r.kind == "Objects remaining in TestSlub_leak_destroy on __kmem_cache_shutdown()"
     assert f"Object 0x{p:016x} @offset=" in r.text
+    # then kmem_cache_destroy's WARN, and the cache stays (as the kernel keeps it)
+    assert (w.subsystem, w.kind, w.cache) == ("slub", "Slab cache still has objects",
+                                              "TestSlub_leak_destroy")
+    assert "kmem_cache_destroy TestSlub_leak_destroy: Slab cache still has objects" in w.text
+    assert "WARNING: CPU: 0 PID: 1 at mm/slab_common.c:" in w.text
     with pytest.raises(odebug.Error, match="destroyed"):
         s.alloc()
 

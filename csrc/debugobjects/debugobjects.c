@@ -697,62 +697,11 @@ static void debug_objects_oom(struct odb_kernel *k, struct debug_objects *d)
 /* ---- warnings and fixups ----------------------------------------------------------------- */
 void odb_symbolise(struct odb_kernel *k, const void *pc, char *buf, size_t len);
 
-/* %pS of a host code address: "name+0xoff/0xsize" (0x0 for NULL).  The
- * depot's symboliser looks up return addresses (pc - 1), so ask for pc + 1
- * and take the one back from the printed offset. */
-static void sprint_symbol(struct odb_kernel *k, uintptr_t pc, char *buf, size_t len)
-{
-	char *plus, *slash;
-	unsigned long off;
-
-	if (!pc) {
-		snprintf(buf, len, "0x0");
-		return;
-	}
-	odb_symbolise(k, (const void *)(pc + 1), buf, len);
-	plus = strrchr(buf, '+');
-	slash = plus ? strchr(plus, '/') : NULL;
-	if (plus && slash && sscanf(plus + 1, "%lx", &off) == 1 && off > 0) {
-		char rest[96];
-
-		snprintf(rest, sizeof(rest), "%s", slash);
-		snprintf(plus, len - (size_t)(plus - buf), "+0x%lx%s", off - 1, rest);
-	} else if (!plus) {
-		snprintf(buf, len, "0x%lx", (unsigned long)pc);
-	}
-}
-
-/* A WARN(): the "cut here" banner, the message, the location and the stack. */
+/* A WARN() of lib/debugobjects.c (kernel/printk.c's odb_warn). */
 static void odebug_warn(struct odb_kernel *k, const char *kind, odb_addr_t object,
 			const char *pre, const char *msg, const void *fn, int line)
 {
-	struct odb_task *t = odb_current(k);
-	struct odb_report_impl *r = report_new(k, "odebug", kind);
-	char where[128], tb[48];
-	uint32_t h;
-
-	if (!r)
-		return;
-	r->pub.addr = object;
-	r->pub.object = object;
-	sprint_symbol(k, (uintptr_t)fn + 1, where, sizeof(where));   /* inside fn */
-	if (pre)
-		report_line(r, "%s", pre);
-	report_line(r, "------------[ cut here ]------------");
-	if (msg)
-		report_line(r, "%s", msg);
-	report_line(r, "WARNING: CPU: %d PID: %d at lib/debugobjects.c:%d %s",
-		    t ? smp_processor_id_task(t) : 0, t ? t->pid : 0, line, where);
-	add_taint(k, TAINT_WARN);
-	report_line(r, "CPU: %d UID: 0 PID: %d Comm: %s %s 6.12.0-odebug #1",
-		    t ? smp_processor_id_task(t) : 0, t ? t->pid : 0, t ? t->comm : "?",
-		    print_tainted(k, tb, sizeof(tb)));
-	report_line(r, "Call Trace:");
-	h = stack_depot_save_current(k, 2);
-	if (h)
-		stack_depot_print_to(k, h, r);
-	report_line(r, "---[ end trace 0000000000000000 ]---");
-	report_publish(k, r);
+	odb_warn(k, "odebug", kind, NULL, object, pre, msg, "lib/debugobjects.c", line, fn);
 }
 
 /* The %pS text of the descriptor's hint for object. */
@@ -770,7 +719,7 @@ static void debug_hint_text(struct odb_kernel *k, const struct debug_obj_descr *
 	else if (odb_in_arena(k, hint, 1) || hint >= ODB_PAGE_OFFSET)
 		snprintf(buf, len, "0x%llx", (unsigned long long)hint);   /* data: no symbol */
 	else
-		sprint_symbol(k, (uintptr_t)hint, buf, len);
+		odb_sprint_symbol(k, (uintptr_t)hint, buf, len);
 }
 
 /*

@@ -664,6 +664,15 @@ void report_set_cache(struct odb_report_impl *r, const char *cache);
 /* Print (unless quiet) and store the report; panic_on_warn marks the current
  * task so its API call returns ODB_EBUG.  Consumes the builder reference. */
 void report_publish(struct odb_kernel *k, struct odb_report_impl *r);
+/* WARN(): a report of the kernel's format -- the "cut here" banner, pre and
+ * msg, "WARNING: CPU: c PID: p at file:line fn+off/size", the CPU line, the
+ * call trace, the end marker -- tainting W (panic_on_warn applies).  cache and
+ * object may be NULL / 0. */
+void odb_warn(struct odb_kernel *k, const char *subsystem, const char *kind, const char *cache,
+	      odb_addr_t object, const char *pre, const char *msg, const char *file, int line,
+	      const void *fn);
+/* %pS of a host code address ("name+0xoff/0xsize"). */
+void odb_sprint_symbol(struct odb_kernel *k, uintptr_t pc, char *buf, size_t len);
 /* panic_on_warn handling for a plain WARN: print and maybe mark the task. */
 void odb_check_panic_on_warn(struct odb_kernel *k, const struct odb_report *r);
 

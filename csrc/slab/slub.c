@@ -1784,8 +1784,13 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 		 * one of its objects -- from a quarantine that missed it, say -- goes
 		 * into it as into any cache); odebug keeps it off the list of names
 		 * so that the name can be used again, and frees it with the kernel. */
-		printk(k, "kmem_cache_destroy %s: Slab cache still has objects when called from %s",
-		       s->name, "kmem_cache_destroy");
+		char msg[160];
+
+		/* WARN(err, "%s %s: Slab cache still has objects when called from %pS") */
+		snprintf(msg, sizeof(msg), "kmem_cache_destroy %s: Slab cache still has objects when "
+			 "called from %s", s->name, "kmem_cache_destroy");
+		odb_warn(k, "slub", "Slab cache still has objects", s->name, 0, NULL, msg,
+			 "mm/slab_common.c", __LINE__, (const void *)kmem_cache_destroy);
 		mutex_lock(k, &slab_state(k)->slab_mutex);
 		list_add_tail(&s->list, &slab_state(k)->zombies);
 		mutex_unlock(k, &slab_state(k)->slab_mutex);
