@@ -40,13 +40,23 @@ __all__ = ["schedules", "TaskOp", "ConcurrentMachine", "SlabConcurrentMachine",
 
 # ---- schedules as data ----------------------------------------------------------------------------
 def schedules(max_preemptions: int = 3, max_gap: int = 300) -> st.SearchStrategy:
-    """A hypothesis strategy of schedulers: at most ``max_preemptions`` preemptions,
-    each ``gap`` decisions after the previous one (small gaps drawn more often)
-    and switching to the ``who``-th other runnable task.  Shrinking removes
-    preemptions and moves them earlier; between them each task runs on."""
-    gap = st.one_of(st.integers(0, 24), st.integers(0, max_gap))
-    pair = st.tuples(gap, st.integers(0, 3))
-    return st.lists(pair, max_size=max_preemptions).map(_sched.preemptions)
+    """A hypothesis strategy of schedulers, for finding races and shrinking them.
+
+    Either a list of at most ``max_preemptions`` preemptions (see
+    :func:`odebug.sched.preemptions`): each ``gap`` decisions after the previous
+    one (small gaps drawn more often), switching to the ``who``-th other runnable
+    task; hypothesis shrinks it to fewer preemptions, placed earlier.  Or PCT
+    (:func:`odebug.sched.pct`) with a drawn seed, depth 2-3 and a guess of the
+    run's length: PCT finds a race of depth d in 1 run out of about n*k^(d-1),
+    far more often than preemptions placed blindly.  A failing example found
+    under PCT is shrunk by the machines themselves (see
+    :class:`ConcurrentMachine`): the preemptions of its failing step, replayed
+    from a fresh kernel, are cut down to the fewest that still fail."""
+    gap = st.one_of(st.integers(0, 4), st.integers(0, 24), st.integers(0, max_gap))
+    pairs = st.lists(st.tuples(gap, st.integers(0, 3)), max_size=max_preemptions)
+    pct = st.builds(_sched.pct, st.integers(0, 1 << 16), st.integers(2, 3),
+                    st.sampled_from([16, 64, 256, 1024]))
+    return st.one_of(pairs.map(_sched.preemptions), pct)
 
 
 # ---- the machine -------------------------------------------------------------------------------------
@@ -95,7 +105,12 @@ class ConcurrentMachine(KernelMachine):
     def after_step(self, programs: List[List[TaskOp]], results: List[List[Any]]) -> None:
         """Update the model from the step's results (main thread, after the run)."""
 
+    def can_step(self) -> bool:
+        """Whether a concurrent step has anything to work on (default: always)."""
+        return True
+
     # -- the step ----------------------------------------------------------------------------------
+    @precondition(lambda self: self.can_step())
     @rule(data=st.data())
     def concurrently(self, data: Any) -> None:
         n = data.draw(st.integers(2, self.max_tasks), label="tasks")
@@ -140,21 +155,198 @@ class ConcurrentMachine(KernelMachine):
                 for j, op in enumerate(prog):
                     if (op.name in self.producing) == phase:
                         lines[i, j] = self.source(op, results[i][j])
-        for i, prog in enumerate(programs):
-            body = [lines[i, j] for j in range(len(prog))]
-            names = sorted({b.split(" = ")[0] for b in body if " = " in b.split("(")[0]})
-            rec.emit(f"def t{i}():")
-            if names:
-                rec.emit(f"    global {', '.join(names)}")
-            for b in body or ["pass"]:
-                rec.emit(f"    {b}")
-            rec.emit(f"k.spawn(t{i}, cpu={i % self.cpus})")
-        rec.emit(f"run = k.run(sched.replay({run.schedule!r}), check=False)   "
-                 f"# {run.preemptions} preemptions")
+        step = _Step([[ln for j in range(len(prog)) for ln in lines[i, j].split("\n")]
+                      for i, prog in enumerate(programs)],
+                     [i % self.cpus for i in range(len(programs))], run.schedule,
+                     _preemptions(run.preemptions))
+        steps = self.__dict__.setdefault("_steps", [])
+        steps.append((len(rec.lines), step))
+        rec.lines.extend(step.render())
 
     def _name(self, addr: int) -> str:
         """A fresh reproducer name for an address a task returned."""
         return self.recorder.name_addr(addr)
+
+    # -- the failing example, shrunk further ----------------------------------------------------
+    #: runs the final failing example may spend on shrinking its operations and the
+    #: interleaving of its failing step
+    shrink_runs = 1500
+    #: PCT runs tried on an example with an operation less, when its preemptions no longer hit
+    shrink_pct = 8
+
+    def teardown(self) -> None:
+        from .testing import _should_note
+        try:
+            if not self.kernel.closed and _should_note():
+                self._shrink_example()
+        except Exception:   # pragma: no cover - shrinking is best effort
+            pass
+        super().teardown()
+
+    def _units(self) -> Optional[List[Any]]:
+        """The example as units: top-level lines and steps; None if its last line is
+        not a concurrent step's run (the failure came from elsewhere)."""
+        rec = self.recorder
+        steps = dict(self.__dict__.get("_steps", []))
+        units: List[Any] = []
+        i = 0
+        while i < len(rec.lines):
+            if i in steps:
+                units.append(steps[i])
+                i += len(steps[i].render())
+            else:
+                units.append(rec.lines[i])
+                i += 1
+        return units if units and isinstance(units[-1], _Step) else None
+
+    def _shrink_example(self) -> None:
+        """Hypothesis shrinks the drawn data; a race found under a PCT schedule does
+        not survive that (any change moves PCT's preemptions), so the final example
+        is shrunk here too, by replaying it from a fresh kernel: first its
+        operations (a top-level call, an earlier step, a task's operation at a
+        time), then the fewest preemptions of its failing step, keeping the same
+        failure.  The reproducer is rewritten with the result."""
+        units = self._units()
+        if units is None:
+            return
+        prelude = list(self.recorder.prelude)
+        budget = [self.shrink_runs]
+
+        def attempt_units(us: List[Any], scheduler: "_sched.Scheduler"
+                          ) -> Tuple[Optional["_sched.Run"], Optional[str]]:
+            if budget[0] <= 0:
+                return None, None
+            budget[0] -= 1
+            body = []
+            for u in us[:-1]:
+                body += u.render() if isinstance(u, _Step) else [u]
+            body += us[-1].render(last=True)
+            ns: Dict[str, Any] = {"__name__": "__odebug_shrink__", "SCHED": scheduler}
+            try:
+                exec(compile("\n".join(prelude + body) + "\n", "<odebug shrink>", "exec"), ns)
+                run, k = ns["run"], ns["k"]
+                return run, _signature(k, run)
+            except Exception:
+                return None, None
+            finally:
+                k = ns.get("k")
+                if k is not None:
+                    k.close()
+
+        last = units[-1]
+        base_run, base = attempt_units(units, _sched.replay(last.schedule))
+        if base is None or base_run is None:
+            return
+        found = base_run.preemptions
+        # 1. operations: drop whatever still fails the same way, with no more
+        #    preemptions (a replayed schedule over fewer operations can take
+        #    other decisions: the reproducer must not get harder to read)
+        cur, pairs = base_run.preemptions, list(base_run.pairs)
+        units[-1] = units[-1].with_schedule(base_run.schedule, cur)
+
+        def still_fails(cand: List[Any]) -> Optional["_sched.Run"]:
+            # the same preemptions at the same decision indices (no preemption
+            # anywhere else, where a replayed text would go random), then a few
+            # PCT runs of the same depth: an operation less shifts the decisions
+            tries = [_sched.preemptions(pairs)]
+            tries += [_sched.pct(seed, depth=max(cur, 1) + 1) for seed in range(self.shrink_pct)]
+            for sc in tries:
+                run, sig = attempt_units(cand, sc)
+                if sig == base and run is not None and run.preemptions <= cur:
+                    return run
+            return None
+
+        changed = True
+        while changed and budget[0] > 0:
+            changed = False
+            for cand in _smaller(units):
+                run = still_fails(cand)
+                if run is not None:
+                    units = cand
+                    cur, pairs = run.preemptions, list(run.pairs)
+                    units[-1] = units[-1].with_schedule(run.schedule, cur)
+                    changed = True
+                    break
+        # 2. the failing step's interleaving: the fewest preemptions
+        if cur and budget[0] > 0:
+            final_run, sig = attempt_units(units, _sched.replay(units[-1].schedule))
+            if final_run is not None and sig == base:
+                run, _ = _sched.shrink_run(final_run, base,
+                                           lambda sc: attempt_units(units, sc),
+                                           max(budget[0], 0))
+                if run is not None and run.preemptions < cur:
+                    units[-1] = units[-1].with_schedule(run.schedule, run.preemptions)
+        body: List[str] = []
+        for u in units[:-1]:
+            body += u.render() if isinstance(u, _Step) else [u]
+        body += units[-1].render(note=f"found with {found}")
+        self.recorder.lines[:] = body
+        self.__dict__["_steps"] = []
+
+
+@dataclass
+class _Step:
+    """A concurrent step of an example: the task programs (lines of Python), their
+    vCPUs, and the schedule that ran them."""
+    tasks: List[List[str]]
+    cpus: List[int]
+    schedule: str
+    comment: str = ""
+
+    def with_schedule(self, schedule: str, preemptions: int) -> "_Step":
+        return _Step(self.tasks, self.cpus, schedule, _preemptions(preemptions))
+
+    def render(self, last: bool = False, note: str = "") -> List[str]:
+        out = []
+        for i, (body, cpu) in enumerate(zip(self.tasks, self.cpus)):
+            names = sorted({b.split(" = ")[0] for b in body if " = " in b.split("(")[0]})
+            out.append(f"def t{i}():")
+            if names:
+                out.append(f"    global {', '.join(names)}")
+            out += [f"    {b}" for b in body or ["pass"]]
+            out.append(f"k.spawn(t{i}, cpu={cpu})")
+        if last:
+            out.append("run = k.run(SCHED, check=False)")
+        else:
+            extra = f" ({note})" if note else ""
+            out.append(f"run = k.run(sched.replay({self.schedule!r}), check=False)   "
+                       f"# {self.comment}{extra}")
+        return out
+
+
+def _preemptions(n: int) -> str:
+    return f"{n} preemption" + ("" if n == 1 else "s")
+
+
+def _smaller(units: List[Any]):
+    """Candidate examples with one thing less: a top-level line, an earlier step,
+    a task of a step, an operation of a task."""
+    for i, u in enumerate(units):
+        if isinstance(u, str) and not u.startswith(("from ", "import ")):
+            yield units[:i] + units[i + 1:]
+        elif isinstance(u, _Step):
+            if i < len(units) - 1:
+                yield units[:i] + units[i + 1:]
+            if len(u.tasks) > 1:
+                for t in range(len(u.tasks)):
+                    yield units[:i] + [_Step(u.tasks[:t] + u.tasks[t + 1:],
+                                             u.cpus[:t] + u.cpus[t + 1:], u.schedule,
+                                             u.comment)] + units[i + 1:]
+            for t, body in enumerate(u.tasks):
+                for j in range(len(body)):
+                    tasks = [list(b) for b in u.tasks]
+                    del tasks[t][j]
+                    yield units[:i] + [_Step(tasks, u.cpus, u.schedule, u.comment)] + units[i + 1:]
+
+
+def _signature(k: Any, run: "_sched.Run") -> Optional[str]:
+    """What a replayed step did wrong: its status, the kinds of the reports it made
+    and the slab counts validate printed; None if nothing."""
+    bad = [] if run.status == "done" else [run.status]
+    bad += [f"{r.subsystem}:{r.kind}" for r in run.reports]
+    bad += [ln.split("] ", 1)[-1] for ln in k.dmesg().splitlines() if "counted but counter" in ln]
+    bad += [f"raised {type(e).__name__}" for _, e in run.errors]
+    return "; ".join(bad) or None
 
 
 def _claim(data: Any, pool: Sequence[Any], claims: Set[Any], label: str) -> Optional[Any]:
@@ -191,13 +383,15 @@ class SlabConcurrentMachine(ConcurrentMachine):
         self.counts: Dict[str, List[int]] = {}
         self._nc = 0
 
-    @initialize(size=st.sampled_from(cache_sizes), flags=st.sampled_from(cache_flags))
-    def first_cache(self, size: int, flags: str) -> None:
-        self.create_cache(size, flags)
+    @initialize(data=st.data())
+    def first_cache(self, data: Any) -> None:
+        self.create_cache(data)
 
     @precondition(lambda self: len(self.counts) < 3)
-    @rule(size=st.sampled_from(cache_sizes), flags=st.sampled_from(cache_flags))
-    def create_cache(self, size: int, flags: str) -> None:
+    @rule(data=st.data())
+    def create_cache(self, data: Any) -> None:
+        size = data.draw(st.sampled_from(self.cache_sizes), label="size")
+        flags = data.draw(st.sampled_from(self.cache_flags), label="flags")
         self._nc += 1
         name = f"c{self._nc}"
         self.kernel.kmem_cache_create(name, size, flags=flags)
@@ -239,8 +433,11 @@ class SlabConcurrentMachine(ConcurrentMachine):
                 assert r is not None and r not in self.live, "an object handed out twice"
                 self.live[r] = op.args[0]
                 self.counts[op.args[0]][0] += 1
-            elif op.name == "validate":
-                assert r == 0, f"validate of {op.args[0]} found {r} errors"
+            elif op.name == "validate" and r:
+                with self.quietly():
+                    said = [ln for ln in self.kernel.dmesg().splitlines() if op.args[0] in ln]
+                raise AssertionError(f"validate of {op.args[0]} found {r} errors"
+                                     + (f": {said[-1].split('] ', 1)[-1]}" if said else ""))
 
     @rule(data=st.data())
     def free_one(self, data: Any) -> None:
@@ -264,9 +461,9 @@ class SlabConcurrentMachine(ConcurrentMachine):
 class QuarantineConcurrentMachine(ConcurrentMachine):
     """Frees into KASAN's quarantine (objects up to 512 KiB, so that a per-CPU list
     passes its 1 MiB in a few frees), reduce, cache destroy and CPU hotplug,
-    concurrently.  A cache is destroyed only when none of its objects is live and
-    no other task of the step touches it, so "Objects remaining ... on
-    __kmem_cache_shutdown()" is a bug of the quarantine.
+    concurrently.  A destroy frees the cache's live objects first (as a module's
+    exit does) and no other task of the step touches that cache, so "Objects
+    remaining ... on __kmem_cache_shutdown()" is a bug of the quarantine.
 
     ``quarantine_fixes``: "v5.10" (default), "v4.11" or "v4.10" (see
     ``odebug.quarantine_fixes=``); ``quarantine``: "batched" or "quarter"."""
@@ -275,6 +472,8 @@ class QuarantineConcurrentMachine(ConcurrentMachine):
     quarantine = "batched"
     cpus = 2
     cache_sizes = (64, 4096, 262144, 524288)
+    #: CPU hotplug among the operations
+    hotplug = True
 
     @property
     def cmdline(self) -> str:  # type: ignore[override]
@@ -289,9 +488,17 @@ class QuarantineConcurrentMachine(ConcurrentMachine):
         self.offline: Set[int] = set()
         self._nc = 0
 
+    def can_step(self) -> bool:
+        return bool(self.caches)
+
+    @initialize(data=st.data())
+    def first_cache(self, data: Any) -> None:
+        self.create_cache(data)
+
     @precondition(lambda self: len(self.caches) < 3)
-    @rule(size=st.sampled_from(cache_sizes))
-    def create_cache(self, size: int) -> None:
+    @rule(data=st.data())
+    def create_cache(self, data: Any) -> None:
+        size = data.draw(st.sampled_from(self.cache_sizes), label="size")
         self._nc += 1
         name = f"q{self._nc}"
         self.kernel.kmem_cache_create(name, size)
@@ -311,7 +518,14 @@ class QuarantineConcurrentMachine(ConcurrentMachine):
             c.free_bulk(objs)
 
     def draw_op(self, data: Any, task: int, claims: Set[Any]) -> Optional[TaskOp]:
-        kinds = ["alloc", "free", "reduce", "destroy", "hotplug"]
+        free_caches = [c for c in self.caches if ("cache", c) not in claims]
+        kinds = ["reduce"]
+        if any(p not in claims for p in self.live):
+            kinds.append("free")
+        if free_caches:
+            kinds += ["alloc", "destroy"]
+        if self.hotplug and "hotplug" not in claims:
+            kinds.append("hotplug")
         kind = data.draw(st.sampled_from(kinds), label="op")
         if kind == "free":
             p = _claim(data, sorted(self.live), claims, "object")
@@ -328,13 +542,18 @@ class QuarantineConcurrentMachine(ConcurrentMachine):
             cpu = data.draw(st.integers(1, self.cpus - 1), label="cpu")
             return TaskOp("online" if cpu in self.offline else "offline", (cpu,))
         pool = sorted(c for c in self.caches if ("cache", c) not in claims
-                      and (kind == "alloc" or c not in self.live.values()))
+                      and (kind == "alloc" or not any(p in claims for p, n in self.live.items()
+                                                      if n == c)))
         if not pool:
             return None
         name = data.draw(st.sampled_from(pool), label="cache")
         claims.add(("cache", name))
         if kind == "destroy":
-            return TaskOp("destroy", (name,))
+            # as a module exit does: free what is left, then destroy (the frees go
+            # to this vCPU's quarantine list: what destroy must find)
+            objs = tuple(sorted(p for p, n in self.live.items() if n == name))
+            claims.update(objs)
+            return TaskOp("destroy", (name, objs))
         return TaskOp("alloc", (name,))
 
     def do(self, k: Any, op: TaskOp) -> Any:
@@ -343,7 +562,10 @@ class QuarantineConcurrentMachine(ConcurrentMachine):
         elif op.name in ("offline", "online"):
             (k.cpu_offline if op.name == "offline" else k.cpu_online)(op.args[0])
         elif op.name == "destroy":
-            k.cache(op.args[0]).destroy()
+            c = k.cache(op.args[0])
+            for p in op.args[1]:
+                c.free(p)
+            c.destroy()
         elif op.name == "alloc":
             return k.cache(op.args[0]).alloc()
         else:
@@ -357,16 +579,21 @@ class QuarantineConcurrentMachine(ConcurrentMachine):
             return f"k.cpu_{op.name}({op.args[0]})"
         c = f"k.cache({op.args[0]!r})"
         if op.name == "destroy":
-            return f"{c}.destroy()"
+            return "\n".join([f"{c}.free({self.recorder.render(p)})" for p in op.args[1]]
+                             + [f"{c}.destroy()"])
         if op.name == "alloc":
             return f"{self._name(result)} = {c}.alloc()"
         return f"{c}.free({self.recorder.render(op.args[1])})"
 
     def after_step(self, programs: List[List[TaskOp]], results: List[List[Any]]) -> None:
         ops = [(op, r) for prog, res in zip(programs, results) for op, r in zip(prog, res)]
+        # what the step freed first: its addresses may be handed out again in it
         for op, r in ops:
             if op.name == "free":
                 del self.live[op.args[1]]
+            elif op.name == "destroy":
+                for p in op.args[1]:
+                    del self.live[p]
         for op, r in ops:
             if op.name == "alloc":
                 assert r not in self.live, "an object handed out twice"
@@ -431,7 +658,14 @@ class DebugObjectsConcurrentMachine(ConcurrentMachine):
                     return None
                 claims.add(("s", s))
                 return TaskOp("deactivate", (s,))
-            what = data.draw(st.sampled_from(["assert_init", "activate"]), label="static op")
+            what = data.draw(st.sampled_from(["assert_init", "activate", "untrack"]),
+                             label="static op")
+            if what == "untrack":
+                # free of the inactive static object: its next first use tracks it again
+                if ("s", s) in claims or ("activated", s) in claims:
+                    return None
+                claims.add(("s", s))
+                return TaskOp("untrack", (s,))
             if what == "activate":
                 if ("s", s) in claims or ("activated", s) in claims:
                     what = "assert_init"
@@ -449,6 +683,8 @@ class DebugObjectsConcurrentMachine(ConcurrentMachine):
         d = k.debug_objects
         if op.name in ("assert_init", "activate", "deactivate"):
             return getattr(d, op.name)(op.args[0], self.descr)
+        if op.name == "untrack":
+            return d.free(op.args[0], self.descr)
         if op.name == "cycle":
             a = op.args[0]
             d.init(a, self.descr)
@@ -469,6 +705,8 @@ class DebugObjectsConcurrentMachine(ConcurrentMachine):
         d = "k.debug_objects"
         if op.name in ("assert_init", "activate", "deactivate"):
             return f"{d}.{op.name}({hex(op.args[0])}, descr)"
+        if op.name == "untrack":
+            return f"{d}.free({hex(op.args[0])}, descr)"
         if op.name == "cycle":
             a = hex(op.args[0])
             return "; ".join(f"{d}.{f}({a}, descr)" for f in ("init", "activate", "deactivate", "free"))

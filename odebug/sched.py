@@ -420,6 +420,14 @@ def _same_failure(a: str, b: Optional[str]) -> bool:
 
 def _shrink(found: FoundSchedule, attempt: Callable[[Scheduler], Tuple[Run, Optional[str]]],
             max_runs: int = 2000) -> FoundSchedule:
+    """:func:`shrink_run` on an exploration's find."""
+    run, runs = shrink_run(found.run, found.reason, attempt, max_runs)
+    return FoundSchedule(run.schedule, list(run.pairs), run.preemptions, found.reason, run,
+                         found.found_at, found.original, runs)
+
+
+def shrink_run(run: Run, reason: str, attempt: Callable[[Scheduler], Tuple[Run, Optional[str]]],
+               max_runs: int = 2000) -> Tuple[Run, int]:
     """Shrink a failing schedule to fewer preemptions, keeping the same failure.
 
     1. Greedy, in preemptions() space: drop pairs (whole tails, then chunks, then
@@ -429,7 +437,7 @@ def _shrink(found: FoundSchedule, attempt: Callable[[Scheduler], Tuple[Run, Opti
     2. Iterative preemption bounding: dfs with bound 0, 1, ... below what the greedy
        pass left, within what remains of ``max_runs``: the first failure it finds
        has the fewest preemptions there are (CHESS's guarantee), then step 1 again."""
-    best_run, best_pairs, why = found.run, list(found.run.pairs), found.reason
+    best_run, best_pairs, why = run, list(run.pairs), reason
     runs = 0
 
     def try_pairs(pairs: List[Tuple[int, int]]) -> bool:
@@ -493,5 +501,4 @@ def _shrink(found: FoundSchedule, attempt: Callable[[Scheduler], Tuple[Run, Opti
             continue
         if best_run.preemptions <= bound:
             break
-    return FoundSchedule(best_run.schedule, best_pairs, best_run.preemptions, why, best_run,
-                         found.found_at, found.original, runs)
+    return best_run, runs

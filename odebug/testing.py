@@ -553,10 +553,13 @@ def find_failure(machine: Type[KernelMachine], *, max_examples: int = 200,
     """Run ``machine`` under hypothesis (quietly, no database) and return its
     shrunk failing example as a :class:`Failure`, or None if none was found.
     ``seed`` (with ``derandomize=False``) picks hypothesis' random seed."""
-    from hypothesis import Verbosity, core
+    from hypothesis import Phase, Verbosity, core
+    # no explain phase: it re-runs the failure hundreds of times to annotate lines
+    # (most of the time of a concurrent machine's find), and nothing here prints it
     s = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                  database=None, derandomize=derandomize, print_blob=False,
-                 verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
+                 verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck),
+                 phases=[p for p in Phase if p.name != "explain"], report_multiple_bugs=False)
     _LAST.pop(machine, None)
     old = getattr(core, "global_force_seed", None)
     if seed is not None and not derandomize:
@@ -1229,5 +1232,15 @@ __all__ = [
 
 
 # ---- concurrency: schedules as data, concurrent machines (odebug/concurrent.py) --------------------
-from .concurrent import (ConcurrentMachine, DebugObjectsConcurrentMachine,  # noqa: E402,F401
-                         QuarantineConcurrentMachine, SlabConcurrentMachine, TaskOp, schedules)
+_CONCURRENT = ("ConcurrentMachine", "DebugObjectsConcurrentMachine", "QuarantineConcurrentMachine",
+               "SlabConcurrentMachine", "TaskOp", "schedules")
+__all__ += list(_CONCURRENT)
+
+
+def __getattr__(name: str) -> Any:
+    """The concurrent machines live in odebug.concurrent (which builds on this
+    module); they are looked up on first use so either module imports first."""
+    if name in _CONCURRENT:
+        from . import concurrent
+        return getattr(concurrent, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
