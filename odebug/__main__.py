@@ -1,7 +1,7 @@
 """``python -m odebug``: the command line.
 
   python -m odebug reproduce [debugobjects|quarantine|slub|all] [--quick] [--json FILE] [--runs N]
-  python -m odebug bench [slab|quarantine|debugobjects|all] [options]
+  python -m odebug bench [slab|quarantine|debugobjects|races|all] [options]
 """
 from __future__ import annotations
 

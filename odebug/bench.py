@@ -15,6 +15,7 @@ init + activate + deactivate + free cycle.  The seed measured 39,268,280 vs
 from __future__ import annotations
 
 import argparse
+import sys
 import statistics
 from typing import Dict, List, Optional
 
@@ -179,7 +180,7 @@ def format_slab_table(res: Dict[str, object]) -> str:
 
 
 def main(argv=None) -> None:
-    """``python -m odebug bench [slab|quarantine|debugobjects|all] ...``"""
+    """``python -m odebug bench [slab|quarantine|debugobjects|races|all] ...``"""
     argv = list(argv or [])
     what = argv.pop(0) if argv and not argv[0].startswith("-") else "all"
     if what in ("quarantine", "all"):
@@ -197,9 +198,35 @@ def main(argv=None) -> None:
         if what == "slab":
             return
         print()
+    if what in ("races", "all"):
+        r = argparse.ArgumentParser(
+            prog="odebug bench races",
+            description="the historical races under the controlled scheduler: schedules pct "
+                        "and dfs need on the designs that had them, random schedules on the "
+                        "designs that fixed them (odebug.races)")
+        r.add_argument("--fixed-schedules", type=int, default=1000,
+                       help="random schedules per race on the fixed design (100000: the long run)")
+        r.add_argument("--pct-budget", type=int, default=2000)
+        r.add_argument("--dfs-budget", type=int, default=20_000)
+        r.add_argument("--seed", type=int, default=1)
+        r.add_argument("--only", action="append", default=None, help="one race (repeatable)")
+        a = r.parse_args(argv if what == "races" else [])
+        from . import races
+        rows = []
+        for name, race in races.RACES.items():
+            if a.only and name not in a.only:
+                continue
+            rows.append(races.hunt(race, pct_budget=a.pct_budget, dfs_budget=a.dfs_budget,
+                                   fixed_random=a.fixed_schedules, seed=a.seed))
+            print(f"[odebug bench races] {name}: {rows[-1]['seconds']:.1f} s", file=sys.stderr,
+                  flush=True)
+        print(races.format_hunt(rows))
+        if what == "races":
+            return
+        print()
     if what not in ("debugobjects", "all"):
         raise SystemExit(f"odebug bench: unknown benchmark {what!r} "
-                         "(slab, quarantine, debugobjects, all)")
+                         "(slab, quarantine, debugobjects, races, all)")
     p = argparse.ArgumentParser(prog="odebug bench debugobjects",
                                 description="debug objects: eager vs lazy freeing under churn")
     p.add_argument("--cpus", type=int, default=8)
