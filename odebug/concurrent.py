@@ -244,6 +244,12 @@ class ConcurrentMachine(KernelMachine):
         cur, pairs = base_run.preemptions, list(base_run.pairs)
         units[-1] = units[-1].with_schedule(base_run.schedule, cur)
 
+        # A race passes when its step runs without preemptions.  Then so must every
+        # smaller example: an operation less can make the program wrong on its own
+        # (a free dropped before a destroy leaks, which fails the same way, on
+        # every schedule) and that is not the race any more.
+        racy = attempt_units(units, _sched.preemptions([]))[1] is None
+
         def still_fails(cand: List[Any]) -> Optional["_sched.Run"]:
             # the same preemptions at the same decision indices (no preemption
             # anywhere else, where a replayed text would go random), then a few
@@ -253,6 +259,10 @@ class ConcurrentMachine(KernelMachine):
             for sc in tries:
                 run, sig = attempt_units(cand, sc)
                 if sig == base and run is not None and run.preemptions <= cur:
+                    if racy:
+                        seq, seq_sig = attempt_units(cand, _sched.preemptions([]))
+                        if seq is None or seq_sig is not None:
+                            return None
                     return run
             return None
 

@@ -12,8 +12,8 @@ NOTEBOOKS = sorted(NB_DIR.glob("*.ipynb"))
 KERNEL = os.environ.get("ODEBUG_NB_KERNEL", "odebug")
 
 
-def test_there_are_five_notebooks():
-    assert [p.name[:2] for p in NOTEBOOKS] == ["1_", "2_", "3_", "4_", "5_"]
+def test_there_are_six_notebooks():
+    assert [p.name[:2] for p in NOTEBOOKS] == ["1_", "2_", "3_", "4_", "5_", "6_"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
