@@ -6,6 +6,7 @@ reference model (reproduced by odebug/_models.py, our own copy).
 import gc
 import re
 import threading
+import time
 
 import pytest
 
@@ -715,7 +716,15 @@ def test_threaded_churn_invariants(policy):
         d = k.debug_objects
         r = d.churn(rounds=30, wave=400, lifetime=4, threads=True)
         assert r["cycles"] > 0
-        i, s = d.internals(), d.stats()
+        # With clock="real" the kernel's worker thread may still be running
+        # free_obj_work: internals() and stats() are two snapshots, so read them
+        # until two rounds agree (work_runs moves with every run of the worker).
+        deadline = time.monotonic() + 10
+        while True:
+            i, s = d.internals(), d.stats()
+            if (i, s) == (d.internals(), d.stats()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         P = sum(i["pcp_free"])
         assert i["hashed"] == 0 and s["warnings"] == 0
         assert all(0 <= c <= 64 for c in i["pcp_free"])
