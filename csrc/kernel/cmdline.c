@@ -93,30 +93,82 @@ static void strlist_add(struct strlist *l, const char *key, const char *val)
 }
 
 /* envp_init: a key=value option replaces an earlier one with the same key
- * (unknown_bootoption matches "key="), otherwise it is appended. */
-struct envlist { const char **key, **val; size_t n, cap; };
+ * (unknown_bootoption matches "key="), otherwise it is appended.  The keys are
+ * hashed (open addressing, the table at most half full), so a command line of
+ * n parameters is parsed in O(n), not O(n^2): a user may pass 200,000 of them. */
+struct envlist {
+	const char **key, **val;
+	size_t n, cap;
+	size_t *slot;               /* index + 1 into key[], 0: empty */
+	size_t nslots;              /* a power of two, >= 2 * n */
+	bool oom;
+	uint64_t probes;            /* slots looked at, for tests of the bound */
+};
+
+static size_t env_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return (size_t)h;
+}
+
+static bool envlist_grow_slots(struct envlist *e)
+{
+	size_t ns = e->nslots ? e->nslots * 2 : 64, *t = calloc(ns, sizeof(*t));
+
+	if (!t)
+		return false;
+	for (size_t i = 0; i < e->n; i++) {
+		size_t j = env_hash(e->key[i]) & (ns - 1);
+
+		while (t[j])
+			j = (j + 1) & (ns - 1);
+		t[j] = i + 1;
+	}
+	free(e->slot);
+	e->slot = t;
+	e->nslots = ns;
+	return true;
+}
 
 static void envlist_set(struct envlist *e, const char *key, const char *val)
 {
-	for (size_t i = 0; i < e->n; i++) {
-		if (!strcmp(e->key[i], key)) {
-			e->val[i] = val;
+	size_t j;
+
+	if (e->oom)
+		return;
+	if (2 * (e->n + 1) > e->nslots && !envlist_grow_slots(e)) {
+		e->oom = true;
+		return;
+	}
+	for (j = env_hash(key) & (e->nslots - 1); e->slot[j]; j = (j + 1) & (e->nslots - 1)) {
+		e->probes++;
+		if (!strcmp(e->key[e->slot[j] - 1], key)) {
+			e->val[e->slot[j] - 1] = val;
 			return;
 		}
 	}
+	e->probes++;
 	if (e->n == e->cap) {
 		size_t ncap = e->cap ? e->cap * 2 : 16;
 		const char **nk = realloc(e->key, ncap * sizeof(*nk)), **nv;
 
-		if (!nk)
+		if (!nk) {
+			e->oom = true;
 			return;
+		}
 		e->key = nk;
 		nv = realloc(e->val, ncap * sizeof(*nv));
-		if (!nv)
+		if (!nv) {
+			e->oom = true;
 			return;
+		}
 		e->val = nv;
 		e->cap = ncap;
 	}
+	e->slot[j] = e->n + 1;
 	e->key[e->n] = key;
 	e->val[e->n++] = val;
 }
@@ -179,8 +231,10 @@ int odb_parse_cmdline(struct odb_kernel *k, const char *cmdline, char *errbuf, s
 	}
 	for (size_t i = 0; i < env.n; i++)
 		strlist_add(&envp, env.key[i], env.val[i]);
+	k->cmdline_env_probes = env.probes;
 	free(env.key);
 	free(env.val);
+	free(env.slot);
 	if (!ret && (argv.len || envp.len))
 		printk(k, "Unknown kernel command line parameters \"%s%s%s\", will be passed to user space.",
 		       argv.len ? argv.s + 1 : "", argv.len && envp.len ? " " : "",

@@ -818,6 +818,48 @@ fail:
 	return ret;
 }
 
+/* ---- interruption of long calls ----------------------------------------------------- */
+void odb_set_poll_hook(odb_kernel *k, odb_poll_hook hook, void *ctx)
+{
+	k->poll_hook_ctx = ctx;
+	k->poll_hook = hook;
+}
+
+int odb_poll(odb_kernel *k, uint64_t *last_ns)
+{
+	uint64_t now;
+
+	if (!k->poll_hook)
+		return ODB_OK;
+	now = odb_host_ns();
+	if (*last_ns && now - *last_ns < ODB_POLL_NS)
+		return ODB_OK;
+	*last_ns = now ? now : 1;
+	return k->poll_hook(k->poll_hook_ctx) ? ODB_EINTR : ODB_OK;
+}
+
+void odb_join_polling(struct odb_kernel *k, pthread_t th, uint64_t *last_ns, bool *interrupted,
+		      void (*cancel)(void *arg), void *arg)
+{
+	while (k->poll_hook && !*interrupted) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)(ODB_POLL_NS / 2);
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(th, NULL, &ts) == 0)
+			return;
+		if (odb_poll(k, last_ns)) {
+			*interrupted = true;
+			cancel(arg);
+		}
+	}
+	pthread_join(th, NULL);
+}
+
 bool odb_kernel_closed(odb_kernel *k) { return atomic_load(&k->closed); }
 
 void odb_kernel_close(odb_kernel *k)

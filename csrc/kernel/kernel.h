@@ -731,6 +731,7 @@ struct odb_kernel {
 	enum odb_clock_kind clock;
 	uint64_t seed;
 	char *cmdline;
+	uint64_t cmdline_env_probes;      /* hash slots the boot's env list looked at (tests) */
 	bool panic_on_warn;
 	atomic_bool closed;
 	_Atomic unsigned long taint;      /* TAINT_* bits */
@@ -791,6 +792,8 @@ struct odb_kernel {
 	struct odb_depot *depot;
 	odb_frame_hook frame_hook;
 	void *frame_hook_ctx;
+	odb_poll_hook poll_hook;          /* odb_poll(): interruption of long calls */
+	void *poll_hook_ctx;
 
 	/* rooms (filled by later subsystems) */
 	void *slab;
@@ -1034,6 +1037,12 @@ int odb_wq_init(struct odb_kernel *k);
 void odb_wq_stop(struct odb_kernel *k);
 void odb_wq_exit(struct odb_kernel *k);
 bool odb_wq_is_worker(struct odb_kernel *k);   /* the caller is k's worker thread */
+/* pthread_join(th) from the thread that entered the call, polling the
+ * kernel's hook (odb_poll) while waiting: the first time the hook asks to
+ * stop, *interrupted is set and cancel(arg) runs (it tells the call's threads
+ * to stop, waking any that wait); the join then goes on to the end. */
+void odb_join_polling(struct odb_kernel *k, pthread_t th, uint64_t *last_ns, bool *interrupted,
+		      void (*cancel)(void *arg), void *arg);
 int odb_parse_cmdline(struct odb_kernel *k, const char *cmdline, char *errbuf, size_t errlen);
 void odb_fault_init(struct odb_kernel *k);
 void odb_fault_exit(struct odb_kernel *k);

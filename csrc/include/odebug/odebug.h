@@ -48,6 +48,7 @@ enum {
 	ODB_ECLOSED = -1000,  /* the kernel was closed */
 	ODB_EBUG    = -1001,  /* a report was made with panic_on_warn set */
 	ODB_ESTATE  = -1002,  /* call not valid in this state (e.g. advance on a real clock) */
+	ODB_EINTR   = -1003,  /* a long call stopped early: the poll hook asked (odb_set_poll_hook) */
 };
 
 typedef uint64_t odb_addr_t;
@@ -380,6 +381,21 @@ ODB_API int odb_report_simple(odb_kernel *k, const char *subsystem, const char *
  * block; write NUL-terminated text into buf, return false for "none". */
 typedef bool (*odb_frame_hook)(void *ctx, char *buf, size_t len);
 ODB_API void odb_set_frame_hook(odb_kernel *k, odb_frame_hook hook, void *ctx);
+
+/* Interruption of long calls (scenarios, benchmarks).  Their loops call the
+ * kernel's poll hook at safe points -- from the thread that made the call,
+ * between rounds, with no core lock held -- at most every ODB_POLL_NS of host
+ * time.  A hook returning non-zero stops the call early: it frees everything
+ * it allocated and returns ODB_EINTR (the Python binding's hook runs the
+ * pending signal handlers, so Ctrl-C becomes KeyboardInterrupt).  No hook
+ * (the default, or hook NULL): calls run to their end.  The hook may run
+ * code that calls into the same kernel. */
+#define ODB_POLL_NS 20000000ULL
+typedef int (*odb_poll_hook)(void *ctx);
+ODB_API void odb_set_poll_hook(odb_kernel *k, odb_poll_hook hook, void *ctx);
+/* Call the hook if ODB_POLL_NS have passed since *last_ns (0: now), updating
+ * *last_ns; ODB_OK, or ODB_EINTR when the hook asks to stop. */
+ODB_API int odb_poll(odb_kernel *k, uint64_t *last_ns);
 /* stack_depot_save() of the calling context; returns the handle (0 on failure). */
 ODB_API uint32_t odb_stack_save(odb_kernel *k, unsigned int skip);
 /* Print a stack as the kernel does (" func+0x1a/0x80\n" per frame) into a
@@ -517,6 +533,12 @@ ODB_API int odb_hackbench(odb_kernel *k, const struct odb_hackbench_cfg *cfg,
 			  struct odb_hackbench_result *out);
 
 /* ---- microbenchmarks (C loops, nothing else in the timed region) -------------- */
+/* Limits (ODB_EINVAL beyond): the slab loop polls the interrupt hook
+ * (odb_poll); glibc's has no kernel to poll, so it is bounded tighter. */
+#define ODB_BENCH_MAX_BATCH 4096u
+#define ODB_BENCH_MAX_PAIRS (1ULL << 40)
+#define ODB_BENCH_MALLOC_MAX_PAIRS (1ULL << 28)
+#define ODB_BENCH_MALLOC_MAX_SIZE (1ULL << 30)
 /* n alloc+free pairs on s, in batches of `batch` live objects (1 = pairs);
  * exclusive: the loop owns its vCPU (odb_bind_cpu_exclusive) meanwhile. */
 ODB_API int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int batch,
