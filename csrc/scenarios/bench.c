@@ -34,15 +34,18 @@ int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int b
 {
 	struct odb_task *t = odb_enter(k);
 	void **live;
-	uint64_t t0;
+	uint64_t t0, last_poll = 0, chunk;
 	int ret = ODB_OK, old_cpu = -1;
 	bool ok = true;
 
 	if (!t)
 		return odb_enter_failed(k);
 	*elapsed_ns = 0;
-	if (!s || s->k != k || !batch || batch > 4096)
-		return odb_leave(t, odb_err(k, ODB_EINVAL, "bench: bad cache or batch (1..4096)"));
+	if (!s || s->k != k || !batch || batch > ODB_BENCH_MAX_BATCH || n > ODB_BENCH_MAX_PAIRS)
+		return odb_leave(t, odb_err(k, ODB_EINVAL, "bench: bad cache, batch (1..%u) or n "
+					    "(0..2^40)", ODB_BENCH_MAX_BATCH));
+	/* whole batches between polls of the interrupt hook (no lock held there) */
+	chunk = (uint64_t)batch * ((65536 + batch - 1) / batch);
 	live = calloc(batch, sizeof(*live));
 	if (!live)
 		return odb_leave(t, ODB_ENOMEM);
@@ -56,7 +59,16 @@ int odb_bench_slab_pairs(odb_kernel *k, odb_cache *s, uint64_t n, unsigned int b
 	}
 	t0 = odb_host_ns();
 #define SLAB_FREE(x) kmem_cache_free(k, s, (x))
-	BENCH_LOOP(kmem_cache_alloc(k, s, GFP_KERNEL), SLAB_FREE, live, n, batch, ok);
+	for (uint64_t left = n; left && ok; ) {
+		uint64_t now = left < chunk ? left : chunk;
+
+		BENCH_LOOP(kmem_cache_alloc(k, s, GFP_KERNEL), SLAB_FREE, live, now, batch, ok);
+		left -= now;
+		if (left && odb_poll(k, &last_poll)) {
+			ret = odb_err(k, ODB_EINTR, "bench: interrupted");
+			break;
+		}
+	}
 #undef SLAB_FREE
 	*elapsed_ns = odb_host_ns() - t0;
 	if (!ok)
@@ -74,7 +86,8 @@ int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, uint64_t
 	bool ok = true;
 
 	*elapsed_ns = 0;
-	if (!batch || batch > 4096)
+	if (!batch || batch > ODB_BENCH_MAX_BATCH || n > ODB_BENCH_MALLOC_MAX_PAIRS ||
+	    size > ODB_BENCH_MALLOC_MAX_SIZE)
 		return ODB_EINVAL;
 	live = calloc(batch, sizeof(*live));
 	if (!live)

@@ -25,6 +25,8 @@
 
 #define SKB_HEAD_SIZE   232     /* sizeof(struct sk_buff), roughly */
 #define SKB_SHINFO      320     /* SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) */
+#define HB_MAX_TASKS    4096u   /* groups * fds (senders, and as many receivers) */
+#define HB_MAX_LOOPS    (1u << 24)
 
 struct hb_msg { void *skb, *data; };
 
@@ -44,6 +46,7 @@ struct hb_ctx {
 	pthread_mutex_t gate_lock;        /* start gate: 0 wait, 1 go, 2 abort */
 	pthread_cond_t gate_cond;
 	int gate;
+	atomic_bool cancel;               /* the caller was interrupted: every task stops */
 	atomic_int failures;
 	_Atomic uint64_t cpu_ns;          /* vCPU threads' CPU time */
 };
@@ -57,7 +60,7 @@ struct hb_task {
 	pthread_t th;
 	/* vCPU mode: progress */
 	unsigned int loop, rcv;           /* sender: loop, receiver in it */
-	unsigned int got;                 /* receiver: messages taken */
+	uint64_t got;                     /* receiver: messages taken (of loops * fds) */
 	bool done;
 };
 
@@ -87,31 +90,61 @@ static void receive_one(struct hb_ctx *c, struct hb_msg m)
 		kmem_cache_free(c->k, c->skb_cache, m.skb);
 }
 
+static bool hb_cancelled(struct hb_ctx *c)
+{
+	return atomic_load_explicit(&c->cancel, memory_order_relaxed);
+}
+
+/* The caller was interrupted (odb_join_polling): every task stops, and those
+ * waiting on a queue wake up.  What the queues hold is freed after the joins. */
+static void hb_cancel(void *arg)
+{
+	struct hb_ctx *c = arg;
+	unsigned int nq = c->cfg->groups * c->cfg->fds;
+
+	atomic_store(&c->cancel, true);
+	for (unsigned int i = 0; i < nq; i++) {
+		pthread_mutex_lock(&c->queues[i].lock);
+		pthread_cond_broadcast(&c->queues[i].not_full);
+		pthread_cond_broadcast(&c->queues[i].not_empty);
+		pthread_mutex_unlock(&c->queues[i].lock);
+	}
+}
+
 /* ---- threads: one pthread per task, blocking queues ------------------------------------------------ */
-static void q_put(struct hb_queue *q, struct hb_msg m)
+/* false (m not queued) if the run was cancelled meanwhile */
+static bool q_put(struct hb_ctx *c, struct hb_queue *q, struct hb_msg m)
 {
 	pthread_mutex_lock(&q->lock);
-	while (q->count == q->cap)
+	while (q->count == q->cap && !hb_cancelled(c))
 		pthread_cond_wait(&q->not_full, &q->lock);
+	if (q->count == q->cap) {
+		pthread_mutex_unlock(&q->lock);
+		return false;
+	}
 	q->ring[(q->head + q->count) % q->cap] = m;
 	q->count++;
 	pthread_cond_signal(&q->not_empty);
 	pthread_mutex_unlock(&q->lock);
+	return true;
 }
 
-static struct hb_msg q_get(struct hb_queue *q)
+/* false if the run was cancelled while the queue was empty */
+static bool q_get(struct hb_ctx *c, struct hb_queue *q, struct hb_msg *m)
 {
-	struct hb_msg m;
-
 	pthread_mutex_lock(&q->lock);
-	while (!q->count)
+	while (!q->count && !hb_cancelled(c))
 		pthread_cond_wait(&q->not_empty, &q->lock);
-	m = q->ring[q->head];
+	if (!q->count) {
+		pthread_mutex_unlock(&q->lock);
+		return false;
+	}
+	*m = q->ring[q->head];
 	q->head = (q->head + 1) % q->cap;
 	q->count--;
 	pthread_cond_signal(&q->not_full);
 	pthread_mutex_unlock(&q->lock);
-	return m;
+	return true;
 }
 
 static bool wait_gate(struct hb_ctx *c)
@@ -138,14 +171,21 @@ static void *hb_thread_main(void *arg)
 	odb_bind_cpu(k, (int)t->cpu, NULL);
 	odb_set_comm(k, t->sender ? "hackbench-snd" : "hackbench-rcv");
 	if (t->sender) {
-		for (unsigned int l = 0; l < c->cfg->loops; l++)
-			for (unsigned int r = 0; r < fds; r++)
-				q_put(&c->queues[t->group * fds + r], send_one(c));
+		for (unsigned int l = 0; l < c->cfg->loops && !hb_cancelled(c); l++)
+			for (unsigned int r = 0; r < fds; r++) {
+				struct hb_msg m = send_one(c);
+
+				if (!q_put(c, &c->queues[t->group * fds + r], m)) {
+					receive_one(c, m);   /* cancelled: not queued, free it here */
+					break;
+				}
+			}
 	} else {
 		struct hb_queue *q = &c->queues[t->group * fds + t->index];
+		struct hb_msg m;
 
-		for (unsigned int n = 0; n < c->cfg->loops * fds; n++)
-			receive_one(c, q_get(q));
+		for (uint64_t n = 0; n < (uint64_t)c->cfg->loops * fds && q_get(c, q, &m); n++)
+			receive_one(c, m);
 	}
 	odb_bind_cpu(k, -1, NULL);
 	return NULL;
@@ -199,7 +239,7 @@ static bool hb_step(struct hb_task *t)
 	} else {
 		struct hb_queue *q = &c->queues[t->group * fds + t->index];
 
-		while (t->got < c->cfg->loops * fds) {
+		while (t->got < (uint64_t)c->cfg->loops * fds) {
 			struct hb_msg m;
 
 			pthread_mutex_lock(&q->lock);
@@ -232,7 +272,7 @@ static void *hb_vcpu_main(void *arg)
 	odb_bind_cpu(c->k, (int)v->cpu, NULL);
 	odb_set_comm(c->k, "hackbench");
 	cpu0 = thread_cpu_ns();
-	while (left) {
+	while (left && !hb_cancelled(c)) {
 		bool progress = false;
 
 		left = 0;
@@ -268,17 +308,20 @@ int odb_hackbench(odb_kernel *k, const struct odb_hackbench_cfg *cfg,
 	struct hb_vcpu *vcpus = NULL;
 	struct kmem_cache *data_cache;
 	struct hb_ctx c;
-	uint64_t t0, acq0 = 0, cont0 = 0, acq1 = 0, cont1 = 0;
+	uint64_t t0, acq0 = 0, cont0 = 0, acq1 = 0, cont1 = 0, last_poll = 0;
 	int ret = ODB_OK, err;
-	bool on_vcpus = !cfg->on_threads;
+	bool on_vcpus = !cfg->on_threads, interrupted = false;
 
 	if (!t)
 		return odb_enter_failed(k);
 	memset(out, 0, sizeof(*out));
-	if (!cfg->groups || !cfg->fds || !cfg->loops || cfg->groups * cfg->fds > 4096 ||
-	    cfg->msg_size > 65536)
+	/* each factor bounded before the product: groups * fds cannot wrap */
+	if (!cfg->groups || !cfg->fds || !cfg->loops || cfg->groups > HB_MAX_TASKS ||
+	    cfg->fds > HB_MAX_TASKS || cfg->groups * cfg->fds > HB_MAX_TASKS ||
+	    cfg->loops > HB_MAX_LOOPS || cfg->msg_size > 65536 || cfg->queue_depth > 65536)
 		return odb_leave(t, odb_err(k, ODB_EINVAL,
-			"hackbench: groups, fds, loops must be >= 1, groups*fds <= 4096, msg_size <= 65536"));
+			"hackbench: groups, fds >= 1 with groups*fds <= %u, loops 1..%u, "
+			"msg_size <= 65536, queue_depth <= 65536", HB_MAX_TASKS, HB_MAX_LOOPS));
 	memset(&c, 0, sizeof(c));
 	c.k = k;
 	c.cfg = cfg;
@@ -355,8 +398,18 @@ int odb_hackbench(odb_kernel *k, const struct odb_hackbench_cfg *cfg,
 	pthread_cond_broadcast(&c.gate_cond);
 	pthread_mutex_unlock(&c.gate_lock);
 	for (unsigned int i = 0; i < started; i++)
-		pthread_join(on_vcpus ? vcpus[i].th : tasks[i].th, NULL);
+		odb_join_polling(k, on_vcpus ? vcpus[i].th : tasks[i].th, &last_poll, &interrupted,
+				 hb_cancel, &c);
 	out->elapsed_ns = odb_host_ns() - t0;
+	/* interrupted: free the messages still queued (every task has stopped) */
+	for (unsigned int i = 0; interrupted && i < nq; i++) {
+		struct hb_queue *q = &c.queues[i];
+
+		for (; q->count; q->count--, q->head = (q->head + 1) % q->cap)
+			receive_one(&c, q->ring[q->head]);
+	}
+	if (ret == ODB_OK && interrupted)
+		ret = odb_err(k, ODB_EINTR, "hackbench: interrupted");
 	if (ret == ODB_OK) {
 		out->messages = (uint64_t)nq * cfg->fds * cfg->loops;
 		out->alloc_failures = (uint64_t)atomic_load(&c.failures);

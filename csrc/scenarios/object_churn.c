@@ -20,6 +20,8 @@
 #define CHURN_BASE   (ODB_PAGE_OFFSET + (1ULL << 40))
 #define CHURN_STRIDE 192ULL          /* about a struct with a timer in it */
 #define CHURN_MAX_WAVE 300000u
+#define CHURN_MAX_ROUNDS (1u << 24)
+#define CHURN_MAX_LIFETIME 256u     /* slots of 64 MiB in a vCPU's 16 GiB */
 
 struct churn_cpu {
 	odb_kernel *k;
@@ -29,6 +31,7 @@ struct churn_cpu {
 	unsigned int *counts;        /* [lifetime]: objects in each live wave */
 	uint64_t cycles;
 	uint64_t live, peak;
+	atomic_bool *cancel;         /* threads: the caller was interrupted */
 	int ret;
 };
 
@@ -124,6 +127,8 @@ static void *churn_thread(void *arg)
 
 	c->ret = odb_bind_cpu(c->k, c->cpu, NULL);
 	for (unsigned int r = 0; !c->ret && r < cfg->rounds; r++) {
+		if (atomic_load_explicit(c->cancel, memory_order_relaxed))
+			break;   /* interrupted: retire what is live and stop */
 		c->ret = churn_round(c, r);
 		/* every thread moves the shared clock by its share of a round */
 		if (!c->ret && virt && cfg->advance_ns)
@@ -134,6 +139,11 @@ static void *churn_thread(void *arg)
 	return NULL;
 }
 
+static void churn_cancel(void *arg)
+{
+	atomic_store((atomic_bool *)arg, true);
+}
+
 int odb_object_churn(odb_kernel *k, const struct odb_object_churn *cfg,
 		     struct odb_object_churn_result *out)
 {
@@ -141,23 +151,25 @@ int odb_object_churn(odb_kernel *k, const struct odb_object_churn *cfg,
 	unsigned int ncpu = odb_nr_cpus(k);
 	struct churn_cpu *cs;
 	pthread_t *th = NULL;
-	uint64_t t0, v0;
+	uint64_t t0, v0, last_poll = 0;
 	int old = -1, ret = 0;
-	bool virt;
+	bool virt, interrupted = false;
+	atomic_bool cancel = false;
 
 	if (!t)
 		return odb_enter_failed(k);
 	memset(out, 0, sizeof(*out));
-	if (!cfg || cfg->lifetime < 1 || cfg->wave > CHURN_MAX_WAVE)
+	if (!cfg || cfg->lifetime < 1 || cfg->lifetime > CHURN_MAX_LIFETIME ||
+	    cfg->wave > CHURN_MAX_WAVE || cfg->rounds > CHURN_MAX_ROUNDS)
 		return odb_leave(t, odb_err(k, ODB_EINVAL,
-					    "object churn: lifetime must be >= 1 and wave <= %u",
-					    CHURN_MAX_WAVE));
+					    "object churn: rounds must be 0..%u, wave 0..%u, lifetime 1..%u",
+					    CHURN_MAX_ROUNDS, CHURN_MAX_WAVE, CHURN_MAX_LIFETIME));
 	virt = odb_clock(k) == ODB_CLOCK_VIRTUAL;
 	cs = calloc(ncpu, sizeof(*cs));
 	if (!cs)
 		return odb_leave(t, ODB_ENOMEM);
 	for (unsigned int c = 0; c < ncpu; c++) {
-		cs[c] = (struct churn_cpu){ .k = k, .cfg = cfg, .cpu = (int)c,
+		cs[c] = (struct churn_cpu){ .k = k, .cfg = cfg, .cpu = (int)c, .cancel = &cancel,
 					    .rng = (cfg->seed + 1) * 0x9e3779b97f4a7c15ULL + c + 1 };
 		cs[c].counts = calloc(cfg->lifetime, sizeof(unsigned int));
 		if (!cs[c].counts)
@@ -174,7 +186,7 @@ int odb_object_churn(odb_kernel *k, const struct odb_object_churn *cfg,
 				ret = ODB_ENOMEM;
 		for (unsigned int c = 0; th && c < ncpu; c++)
 			if (th[c])
-				pthread_join(th[c], NULL);
+				odb_join_polling(k, th[c], &last_poll, &interrupted, churn_cancel, &cancel);
 		for (unsigned int c = 0; !ret && c < ncpu; c++)
 			ret = cs[c].ret;
 		free(th);
@@ -191,6 +203,11 @@ int odb_object_churn(odb_kernel *k, const struct odb_object_churn *cfg,
 			}
 			if (!ret && virt && cfg->advance_ns)
 				ret = odb_advance(k, cfg->advance_ns);
+			/* between rounds, no lock held: stop early if asked (then drain) */
+			if (!ret && odb_poll(k, &last_poll)) {
+				interrupted = true;
+				break;
+			}
 		}
 		for (unsigned int c = 0; !ret && c < ncpu; c++) {
 			ret = odb_bind_cpu(k, (int)c, NULL);
@@ -207,5 +224,7 @@ int odb_object_churn(odb_kernel *k, const struct odb_object_churn *cfg,
 		free(cs[c].counts);
 	}
 	free(cs);
+	if (!ret && interrupted)
+		ret = odb_err(k, ODB_EINTR, "object churn: interrupted");
 	return odb_leave(t, ret);
 }

@@ -18,6 +18,8 @@ struct storm_thread {
 	uint64_t nfree;
 	struct mutex *shared;        /* the storm's mutex (mutex_every) */
 	uint64_t mutex_ops, mutex_wait_total, mutex_wait_max;
+	uint64_t done;               /* steps taken (fewer than asked if interrupted) */
+	atomic_bool *cancel;
 	int ret;
 	pthread_t th;
 };
@@ -47,6 +49,9 @@ static void *storm_run(void *arg)
 	}
 	odb_bind_cpu(k, st->cpu, NULL);
 	for (uint64_t i = 0; i < cfg->ops_per_thread; i++) {
+		if (atomic_load_explicit(st->cancel, memory_order_relaxed))
+			break;   /* interrupted: free the ring and stop */
+		st->done = i + 1;
 		unsigned int slot = (unsigned int)(i % cfg->live);
 		size_t size = cfg->min_size + (size_t)(storm_rand(&rng) % span);
 		bool locked = cfg->mutex_every && (i % cfg->mutex_every) == 0;
@@ -102,6 +107,11 @@ static void percentiles(uint32_t *v, uint64_t n, uint64_t *p50, uint64_t *p99, u
 	*max = v[n - 1];
 }
 
+static void storm_cancel(void *arg)
+{
+	atomic_store((atomic_bool *)arg, true);
+}
+
 int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 			 struct odb_quarantine_storm_result *out)
 {
@@ -109,8 +119,10 @@ int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 	struct storm_thread *ths;
 	struct mutex shared;
 	uint32_t *all_a = NULL, *all_f = NULL;
-	uint64_t t0, na = 0, nf = 0;
+	uint64_t t0, na = 0, nf = 0, last_poll = 0;
 	int ret = ODB_OK;
+	bool interrupted = false;
+	atomic_bool cancel = false;
 
 	if (!t)
 		return odb_enter_failed(k);
@@ -129,6 +141,7 @@ int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 		ths[i].k = k;
 		ths[i].cfg = cfg;
 		ths[i].cpu = (int)i;
+		ths[i].cancel = &cancel;
 		ths[i].alloc_ns = malloc(sizeof(uint32_t) * (cfg->ops_per_thread + 1));
 		ths[i].free_ns = malloc(sizeof(uint32_t) * (cfg->ops_per_thread + 1));
 		if (!ths[i].alloc_ns || !ths[i].free_ns)
@@ -143,7 +156,9 @@ int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 				break;
 			}
 		for (unsigned int i = 0; i < started; i++)
-			pthread_join(ths[i].th, NULL);
+			odb_join_polling(k, ths[i].th, &last_poll, &interrupted, storm_cancel, &cancel);
+		if (!ret && interrupted)
+			ret = ODB_EINTR;
 	}
 	out->elapsed_ns = odb_host_ns() - t0;
 	if (!ret) {
@@ -177,5 +192,6 @@ int odb_quarantine_storm(odb_kernel *k, const struct odb_quarantine_storm *cfg,
 	free(all_a);
 	free(all_f);
 	free(ths);
-	return odb_leave(t, ret ? odb_err(k, ret, "storm: out of memory") : ODB_OK);
+	return odb_leave(t, ret ? odb_err(k, ret, ret == ODB_EINTR ? "storm: interrupted" :
+					   "storm: out of memory") : ODB_OK);
 }
