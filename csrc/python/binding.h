@@ -59,8 +59,25 @@ static inline core_state *get_state(PyObject *module)
 }
 
 /* Turn a C status into the matching exception (reads the thread's message or
- * the panic report).  Always returns NULL. */
+ * the panic report).  Always returns NULL.  The status -> exception table is
+ * in core.c (odb_errmap), the only one; odb_raise_status is the same without
+ * a kernel (msg: the core's message, may be empty). */
 PyObject *odb_raise(KernelObject *self, int status);
+PyObject *odb_raise_status(core_state *st, int status, const char *msg);
+
+/* Integer arguments, range-checked ("O&" converters): a value out of
+ * [lo, hi] -- negative, or too large for the C type -- raises
+ * odebug.InvalidArgument (a ValueError) naming the argument; a non-int,
+ * TypeError.  Never a bare OverflowError, never a silent wrap. */
+typedef struct {
+	const char *name;
+	unsigned long long lo, hi, v;
+} odb_uarg;
+#define ODB_UARG(name, lo, hi) { (name), (lo), (hi), 0 }
+int odb_conv_uarg(PyObject *o, void *out);   /* out: odb_uarg *, result in .v */
+int odb_conv_size(PyObject *o, void *out);   /* Py_ssize_t >= 0, "size" */
+int odb_conv_addr(PyObject *o, void *out);   /* unsigned long long, "addr" */
+int odb_conv_gfp(PyObject *o, void *out);    /* unsigned int, "gfp" */
 
 /* obj as an open (or, with open=false, any not yet destroyed) Kernel, else
  * NULL with TypeError / ClosedError set. */

@@ -15,77 +15,163 @@
 #include "python/binding.h"
 
 
-/* ---- argument converters ("O&"): unlike "K"/"I", they refuse values that do not fit
- * (OverflowError) instead of silently wrapping them. -------------------------------- */
-static int conv_u64(PyObject *o, void *out)
-{
-	unsigned long long v = PyLong_AsUnsignedLongLong(o);
+/* ---- argument converters ("O&"): unlike "K"/"I"/"n", they refuse values that do not
+ * fit -- negative, too large, or outside the argument's range -- with
+ * odebug.InvalidArgument (a ValueError) naming the argument, and a non-int with
+ * TypeError, instead of wrapping silently or raising a bare OverflowError. ---------- */
 
-	if (v == (unsigned long long)-1 && PyErr_Occurred())
-		return 0;
-	*(unsigned long long *)out = v;
-	return 1;
+/* odebug.InvalidArgument, for converters (which get no module): looked up on
+ * the error path only, in this interpreter's odebug._core. */
+static PyObject *invalid_argument_type(void)
+{
+	PyObject *m = PyImport_ImportModule("odebug._core"), *t = NULL;
+
+	if (m) {
+		t = PyObject_GetAttrString(m, "InvalidArgument");
+		Py_DECREF(m);
+	}
+	if (!t) {
+		PyErr_Clear();
+		t = Py_NewRef(PyExc_ValueError);
+	}
+	return t;
 }
 
-static int conv_ulong(PyObject *o, void *out)
+int odb_conv_uarg(PyObject *o, void *out)
 {
-	unsigned long v = PyLong_AsUnsignedLong(o);
+	odb_uarg *a = out;
+	unsigned long long v;
+	int overflow = 0;
+	long long sv;
+	PyObject *t;
 
-	if (v == (unsigned long)-1 && PyErr_Occurred())
-		return 0;
-	*(unsigned long *)out = v;
-	return 1;
-}
-
-static int conv_uint(PyObject *o, void *out)
-{
-	unsigned long v = PyLong_AsUnsignedLong(o);
-
-	if (v == (unsigned long)-1 && PyErr_Occurred())
-		return 0;
-	if (v > UINT_MAX) {
-		PyErr_SetString(PyExc_OverflowError, "value too large for an unsigned int");
+	if (!PyLong_Check(o) || PyBool_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "%s: expected int, not %.100s", a->name,
+			     Py_TYPE(o)->tp_name);
 		return 0;
 	}
-	*(unsigned int *)out = (unsigned int)v;
+	bool bad = false;
+
+	sv = PyLong_AsLongLongAndOverflow(o, &overflow);
+	if (sv == -1 && PyErr_Occurred())
+		return 0;
+	if (overflow > 0) {             /* > LLONG_MAX: maybe still a 64-bit unsigned */
+		v = PyLong_AsUnsignedLongLong(o);
+		if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+			PyErr_Clear();
+			bad = true;             /* >= 2**64 */
+		}
+	} else {
+		bad = overflow < 0 || sv < 0;   /* negative */
+		v = (unsigned long long)sv;
+	}
+	if (bad || v < a->lo || v > a->hi) {
+		t = invalid_argument_type();
+		PyErr_Format(t, "%s: must be %llu..%llu, not %R", a->name, a->lo, a->hi, o);
+		Py_DECREF(t);
+		return 0;
+	}
+	a->v = v;
 	return 1;
+}
+
+/* unsigned types of the kernel's arguments, by name */
+#define NAMED_CONV(fn, type, name, hi) \
+	int fn(PyObject *o, void *out) \
+	{ \
+		odb_uarg a = ODB_UARG(name, 0, hi); \
+		if (!odb_conv_uarg(o, &a)) \
+			return 0; \
+		*(type *)out = (type)a.v; \
+		return 1; \
+	}
+NAMED_CONV(odb_conv_size, Py_ssize_t, "size", PY_SSIZE_T_MAX)
+NAMED_CONV(odb_conv_addr, unsigned long long, "addr", ULLONG_MAX)
+NAMED_CONV(odb_conv_gfp, unsigned int, "gfp", UINT_MAX)
+NAMED_CONV(conv_ram, unsigned long long, "ram", ULLONG_MAX)
+NAMED_CONV(conv_cpus, unsigned int, "cpus", UINT_MAX)
+NAMED_CONV(conv_hz, unsigned int, "hz", UINT_MAX)
+NAMED_CONV(conv_nr_cpus, unsigned int, "nr_cpus", UINT_MAX)
+NAMED_CONV(conv_order, unsigned int, "order", UINT_MAX)
+NAMED_CONV(conv_ns, unsigned long long, "ns", ULLONG_MAX)
+NAMED_CONV(conv_delay, unsigned long long, "delay", ULLONG_MAX)
+NAMED_CONV(conv_handle, unsigned long long, "handle", UINT32_MAX)
+NAMED_CONV(conv_probability, unsigned long, "probability", ULONG_MAX)
+NAMED_CONV(conv_interval, unsigned long, "interval", ULONG_MAX)
+NAMED_CONV(conv_verbose, unsigned long, "verbose", ULONG_MAX)
+NAMED_CONV(conv_value, unsigned long, "value", ULONG_MAX)
+
+/* signed ints (vCPU numbers): out of int range is InvalidArgument too */
+static int conv_cpu(PyObject *o, void *out)
+{
+	odb_uarg a = ODB_UARG("cpu", 0, INT_MAX);
+	int overflow = 0;
+	long v;
+
+	if (PyLong_Check(o) && !PyBool_Check(o)) {
+		v = PyLong_AsLongAndOverflow(o, &overflow);
+		if (v == -1 && PyErr_Occurred())
+			return 0;
+		if (!overflow && v >= -1 && v <= INT_MAX) {
+			*(int *)out = (int)v;
+			return 1;
+		}
+	}
+	return odb_conv_uarg(o, &a);   /* raises the matching error */
 }
 
 /* ---- errors ---------------------------------------------------------------------- */
 static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct odb_report *r);
 
-/* The one place where a C status becomes a Python exception.  Returns NULL. */
+/* THE table: every C status and the exception it becomes (README, "Errors").
+ * exc is the offset of the class in core_state, or NO_STATE for a builtin. */
+#define NO_STATE ((size_t)-1)
+static const struct odb_errmap {
+	int status;
+	size_t exc;
+	PyObject *const *builtin;
+	const char *dflt;
+	bool keep_msg;        /* use odb_strerror() when the core left one */
+} odb_errmap[] = {
+	{ ODB_EINVAL,  offsetof(core_state, InvalidArgument), NULL, "invalid argument", true },
+	{ ODB_ERANGE,  offsetof(core_state, InvalidArgument), NULL, "value out of range", true },
+	{ ODB_EFAULT,  offsetof(core_state, InvalidArgument), NULL, "address outside the kernel's memory", true },
+	{ ODB_ENOENT,  offsetof(core_state, NotFound), NULL, "not found", true },
+	{ ODB_EBUSY,   offsetof(core_state, StateError), NULL, "busy", true },
+	{ ODB_ESTATE,  offsetof(core_state, StateError), NULL, "not valid in this state", true },
+	{ ODB_ECLOSED, offsetof(core_state, ClosedError), NULL, "the kernel is closed", false },
+	{ ODB_ENOMEM,  NO_STATE, &PyExc_MemoryError, "out of memory", true },
+	/* the poll hook stopped the call: the pending exception (KeyboardInterrupt
+	 * from the signal handler) is raised; this one only if none is pending */
+	{ ODB_EINTR,   NO_STATE, &PyExc_KeyboardInterrupt, "interrupted", true },
+};
+
+PyObject *odb_raise_status(core_state *st, int status, const char *msg)
+{
+	if (status == ODB_EINTR && PyErr_Occurred())
+		return NULL;
+	for (size_t i = 0; i < sizeof(odb_errmap) / sizeof(odb_errmap[0]); i++) {
+		const struct odb_errmap *e = &odb_errmap[i];
+		PyObject *exc;
+
+		if (e->status != status)
+			continue;
+		exc = e->exc == NO_STATE ? *e->builtin : *(PyObject **)((char *)st + e->exc);
+		PyErr_SetString(exc, e->keep_msg && msg && msg[0] ? msg : e->dflt);
+		return NULL;
+	}
+	PyErr_Format(st->Error, "odebug error %d%s%s", status, msg && msg[0] ? ": " : "",
+		     msg ? msg : "");
+	return NULL;
+}
+
+/* The one place where a C status of a kernel call becomes a Python exception
+ * (the table above; a report under panic_on_warn becomes KernelBug).  Returns NULL. */
 PyObject *odb_raise(KernelObject *self, int status)
 {
 	core_state *st = self->st;
-	const char *msg = self->k ? odb_strerror(self->k) : "";
 
-	switch (status) {
-	case ODB_EINVAL:
-		PyErr_SetString(st->InvalidArgument, msg[0] ? msg : "invalid argument");
-		break;
-	case ODB_ERANGE:
-		PyErr_SetString(st->InvalidArgument, msg[0] ? msg : "value out of range");
-		break;
-	case ODB_EFAULT:
-		PyErr_SetString(st->InvalidArgument, msg[0] ? msg : "address outside the kernel's memory");
-		break;
-	case ODB_ENOMEM:
-		PyErr_SetString(PyExc_MemoryError, msg[0] ? msg : "out of memory");
-		break;
-	case ODB_ENOENT:
-		PyErr_SetString(st->NotFound, msg[0] ? msg : "not found");
-		break;
-	case ODB_EBUSY:
-		PyErr_SetString(st->StateError, msg[0] ? msg : "busy");
-		break;
-	case ODB_ESTATE:
-		PyErr_SetString(st->StateError, msg[0] ? msg : "not valid in this state");
-		break;
-	case ODB_ECLOSED:
-		PyErr_SetString(st->ClosedError, "the kernel is closed");
-		break;
-	case ODB_EBUG: {
+	if (status == ODB_EBUG) {
 		const struct odb_report *r = odb_last_bug(self->k);
 		PyObject *rep = r ? report_to_python(st, self->k, r) : NULL, *exc;
 
@@ -100,12 +186,26 @@ PyObject *odb_raise(KernelObject *self, int status)
 			Py_DECREF(exc);
 		}
 		Py_XDECREF(rep);
-		break;
+		return NULL;
 	}
-	default:
-		PyErr_Format(st->Error, "odebug error %d%s%s", status, msg[0] ? ": " : "", msg);
-	}
-	return NULL;
+	return odb_raise_status(st, status, self->k ? odb_strerror(self->k) : "");
+}
+
+/* The binding's poll hook (odb_set_poll_hook): called by long calls from the
+ * thread that made them, between rounds, with no core lock held and the GIL
+ * released: take the GIL, run the pending signal handlers (Ctrl-C raises
+ * KeyboardInterrupt there), and ask the call to stop if one raised.  The
+ * exception stays set for the binding to raise when the call returns. */
+static int py_poll_hook(void *ctx)
+{
+	PyGILState_STATE g;
+	int stop;
+
+	(void)ctx;
+	g = PyGILState_Ensure();
+	stop = PyErr_Occurred() != NULL || PyErr_CheckSignals() != 0;
+	PyGILState_Release(g);
+	return stop;
 }
 
 KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open)
@@ -228,9 +328,9 @@ static int Kernel_init(KernelObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Kernel already initialised");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&sKsO&O&z", kwlist, conv_uint, &cpus,
-					 conv_u64, &ram, &clock, &seed, &cmdline, conv_uint, &hz,
-					 conv_uint, &nr_cpus, &skip))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&sKsO&O&z", kwlist, conv_cpus, &cpus,
+					 conv_ram, &ram, &clock, &seed, &cmdline, conv_hz, &hz,
+					 conv_nr_cpus, &nr_cpus, &skip))
 		return -1;
 	odb_config_init(&cfg);
 	cfg.cpus = cpus;
@@ -251,10 +351,8 @@ static int Kernel_init(KernelObject *self, PyObject *args, PyObject *kw)
 	ret = odb_kernel_create(&cfg, &k, err, sizeof(err));
 	Py_END_ALLOW_THREADS
 	if (ret) {
-		if (ret == ODB_ENOMEM)
-			PyErr_SetString(PyExc_MemoryError, err);
-		else
-			PyErr_SetString(self->st->InvalidArgument, err);
+		/* a boot fails on a bad command line or configuration, or for memory */
+		odb_raise_status(self->st, ret == ODB_ENOMEM ? ret : ODB_EINVAL, err);
 		return -1;
 	}
 	if (skip) {
@@ -272,6 +370,7 @@ static int Kernel_init(KernelObject *self, PyObject *args, PyObject *kw)
 	}
 	self->k = k;
 	odb_set_frame_hook(k, py_frame_hook, self);
+	odb_set_poll_hook(k, py_poll_hook, NULL);
 	odb_py_sched_hooks(k);
 	return 0;
 }
@@ -350,9 +449,9 @@ static PyObject *Kernel_get_closed(KernelObject *self, void *c)
 
 static PyObject *Kernel_bind_cpu(KernelObject *self, PyObject *arg)
 {
-	int cpu = _PyLong_AsInt(arg), old = -1, ret;
+	int cpu, old = -1, ret;
 
-	if (cpu == -1 && PyErr_Occurred())
+	if (!conv_cpu(arg, &cpu))
 		return NULL;
 	CHECK_OPEN(self);
 	ret = odb_bind_cpu(self->k, cpu, &old);
@@ -365,7 +464,7 @@ static PyObject *Kernel_cpu_hotplug(KernelObject *self, PyObject *args)
 {
 	int cpu, online, ret;
 
-	if (!PyArg_ParseTuple(args, "ip", &cpu, &online))
+	if (!PyArg_ParseTuple(args, "O&p", conv_cpu, &cpu, &online))
 		return NULL;
 	CHECK_OPEN(self);
 	Py_BEGIN_ALLOW_THREADS
@@ -378,9 +477,9 @@ static PyObject *Kernel_cpu_hotplug(KernelObject *self, PyObject *args)
 
 static PyObject *Kernel_cpu_is_online(KernelObject *self, PyObject *arg)
 {
-	int cpu = _PyLong_AsInt(arg);
+	int cpu;
 
-	if (cpu == -1 && PyErr_Occurred())
+	if (!conv_cpu(arg, &cpu))
 		return NULL;
 	CHECK_OPEN(self);
 	return PyBool_FromLong(odb_cpu_is_online(self->k, cpu));
@@ -422,10 +521,10 @@ static PyObject *Kernel_set_comm(KernelObject *self, PyObject *arg)
 
 static PyObject *Kernel_advance(KernelObject *self, PyObject *arg)
 {
-	unsigned long long ns = PyLong_AsUnsignedLongLong(arg);
+	unsigned long long ns;
 	int ret;
 
-	if (ns == (unsigned long long)-1 && PyErr_Occurred())
+	if (!conv_ns(arg, &ns))
 		return NULL;
 	CHECK_OPEN(self);
 	Py_BEGIN_ALLOW_THREADS
@@ -449,8 +548,13 @@ KERNEL_U64_GETTER(totalram_pages, odb_totalram_pages(self->k))
 KERNEL_U64_GETTER(nr_free_pages, odb_nr_free_pages(self->k))
 KERNEL_U64_GETTER(arena_start, odb_arena_start(self->k))
 KERNEL_U64_GETTER(arena_end, odb_arena_end(self->k))
-KERNEL_U64_GETTER(report_count, odb_report_count(self->k))
-KERNEL_U64_GETTER(reports_dropped, odb_reports_dropped(self->k))
+/* the log and the reports stay readable after close() */
+#define KERNEL_LOG_GETTER(name, expr) \
+	static PyObject *Kernel_get_##name(KernelObject *self, void *c) \
+	{ if (!self->k) return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL; \
+	  return PyLong_FromUnsignedLongLong((unsigned long long)(expr)); }
+KERNEL_LOG_GETTER(report_count, odb_report_count(self->k))
+KERNEL_LOG_GETTER(reports_dropped, odb_reports_dropped(self->k))
 KERNEL_U64_GETTER(stack_depot_count, odb_stack_depot_count(self->k))
 
 static PyObject *Kernel_get_clock(KernelObject *self, void *c)
@@ -490,8 +594,8 @@ static PyObject *Kernel_alloc_pages(KernelObject *self, PyObject *args, PyObject
 	odb_addr_t addr;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&", kwlist, conv_uint, &order,
-					 conv_uint, &gfp))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&O&", kwlist, conv_order, &order,
+					 odb_conv_gfp, &gfp))
 		return NULL;
 	CHECK_OPEN(self);
 	ret = odb_alloc_pages(self->k, gfp, order, &addr);
@@ -509,7 +613,8 @@ static PyObject *Kernel_free_pages(KernelObject *self, PyObject *args, PyObject 
 	unsigned int order = 0;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "K|I", kwlist, &addr, &order))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O&", kwlist, odb_conv_addr, &addr,
+					 conv_order, &order))
 		return NULL;
 	CHECK_OPEN(self);
 	Py_BEGIN_ALLOW_THREADS
@@ -529,12 +634,12 @@ static PyObject *Kernel_raw(KernelObject *self, PyObject *args)
 	PyObject *mv, *addr_o;
 	char msg[128];
 
-	if (!PyArg_ParseTuple(args, "O!n", &PyLong_Type, &addr_o, &n))
+	if (!PyArg_ParseTuple(args, "O!O&", &PyLong_Type, &addr_o, odb_conv_size, &n))
 		return NULL;
-	if (!self->k)
-		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
-	if (n < 0)
-		return PyErr_Format(self->st->InvalidArgument, "raw: negative length %zd", n), NULL;
+	/* a view of a closed kernel's memory: refused (views taken before close()
+	 * stay valid: each holds the Kernel, whose arena is unmapped only when the
+	 * Kernel object is deallocated) */
+	CHECK_OPEN(self);
 	addr = PyLong_AsUnsignedLongLong(addr_o);
 	if (addr == (unsigned long long)-1 && PyErr_Occurred()) {
 		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
@@ -592,9 +697,9 @@ static PyObject *Kernel_fault_set(KernelObject *self, PyObject *args, PyObject *
 	long times = -1, space = 0;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "sO&|O&llO&", kwlist, &name, conv_ulong,
-					 &probability, conv_ulong, &interval, &times, &space,
-					 conv_ulong, &verbose))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sO&|O&llO&", kwlist, &name, conv_probability,
+					 &probability, conv_interval, &interval, &times, &space,
+					 conv_verbose, &verbose))
 		return NULL;
 	CHECK_OPEN(self);
 	ret = odb_fault_set(self->k, name, probability, interval, times, space, verbose);
@@ -609,7 +714,7 @@ static PyObject *Kernel_fault_set_flag(KernelObject *self, PyObject *args)
 	unsigned long v;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "ssO&", &name, &knob, conv_ulong, &v))
+	if (!PyArg_ParseTuple(args, "ssO&", &name, &knob, conv_value, &v))
 		return NULL;
 	CHECK_OPEN(self);
 	ret = odb_fault_set_flag(self->k, name, knob, v);
@@ -715,21 +820,19 @@ static PyObject *Kernel_stack_save(KernelObject *self, PyObject *unused)
 
 static PyObject *Kernel_stack_text(KernelObject *self, PyObject *arg)
 {
-	unsigned long h = PyLong_AsUnsignedLong(arg);
+	unsigned long long h;
 	char *s;
 	PyObject *res;
 
-	if (h == (unsigned long)-1 && PyErr_Occurred())
+	if (!conv_handle(arg, &h))
 		return NULL;
 	if (!self->k)
 		return PyErr_SetString(self->st->ClosedError, "the kernel is closed"), NULL;
-	if (h > UINT32_MAX)
-		return PyErr_Format(self->st->InvalidArgument, "stack handle %lu out of range", h), NULL;
 	Py_BEGIN_ALLOW_THREADS
 	s = odb_stack_text(self->k, (uint32_t)h);
 	Py_END_ALLOW_THREADS
 	if (!s)
-		return PyErr_Format(self->st->NotFound, "no stack with handle %lu", h), NULL;
+		return PyErr_Format(self->st->NotFound, "no stack with handle %lu", (unsigned long)h), NULL;
 	res = PyUnicode_FromString(s);
 	odb_free(s);
 	return res;
@@ -824,7 +927,7 @@ static PyObject *Work_schedule(WorkObject *self, PyObject *args, PyObject *kw)
 	unsigned long long delay = 0;
 	bool q;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&", kwlist, conv_u64, &delay))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&", kwlist, conv_delay, &delay))
 		return NULL;
 	WORK_READY(self);
 	CHECK_OPEN(self->kernel);

@@ -582,11 +582,16 @@ static PyObject *py_debug_objects_churn(PyObject *module, PyObject *args, PyObje
 	KernelObject *self;
 	unsigned long long advance_ns = 0, seed = 0;
 	int ret, threads = 0;
+	/* the core's limits (object_churn.c), checked here to name the argument */
+	odb_uarg rounds = ODB_UARG("rounds", 0, 1u << 24), wave = ODB_UARG("wave", 0, 300000),
+		 lifetime = ODB_UARG("lifetime", 1, 256), phase = ODB_UARG("phase_rounds", 0, 1u << 24);
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OIII|pKKI", kwlist, &ko, &cfg.rounds, &cfg.wave,
-					 &cfg.lifetime, &threads, &advance_ns, &seed,
-					 &cfg.phase_rounds))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&O&O&|pKKO&", kwlist, &ko, odb_conv_uarg, &rounds,
+					 odb_conv_uarg, &wave, odb_conv_uarg, &lifetime, &threads,
+					 &advance_ns, &seed, odb_conv_uarg, &phase))
 		return NULL;
+	cfg.rounds = (unsigned int)rounds.v, cfg.wave = (unsigned int)wave.v;
+	cfg.lifetime = (unsigned int)lifetime.v, cfg.phase_rounds = (unsigned int)phase.v;
 	self = odb_py_kernel(module, ko, true);
 	if (!self)
 		return NULL;

@@ -255,7 +255,7 @@ static PyObject *py_kasan_counters(PyObject *m, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "O", &kobj))
 		return NULL;
-	if (!(ko = odb_py_kernel(m, kobj, false)))
+	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
 	odb_kasan_counters(ko->k, &c);
 	return Py_BuildValue("{s:O,s:O,s:O,s:K,s:K,s:K}", "enabled", c.enabled ? Py_True : Py_False,
@@ -515,24 +515,31 @@ static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
 	KernelObject *ko;
 	struct odb_quarantine_storm c = { 0 };
 	struct odb_quarantine_storm_result r;
-	unsigned long long ops, seed;
-	unsigned int threads, live, mutex_every = 0;
-	Py_ssize_t mn, mx;
+	unsigned long long seed;
 	int ret;
+	/* the core's limits (quarantine_storm.c), checked here to name the argument */
+	odb_uarg ops = ODB_UARG("ops", 0, 1u << 26), threads = ODB_UARG("threads", 1, ODB_MAX_CPUS),
+		 live = ODB_UARG("live", 1, 1u << 20), mn = ODB_UARG("min_size", 1, 8192),
+		 mx = ODB_UARG("max_size", 1, 8192), every = ODB_UARG("mutex_every", 0, UINT_MAX);
 
-	if (!PyArg_ParseTuple(args, "OKIInnK|I", &kobj, &ops, &threads, &live, &mn, &mx, &seed,
-			      &mutex_every))
+	if (!PyArg_ParseTuple(args, "OO&O&O&O&O&K|O&", &kobj, odb_conv_uarg, &ops, odb_conv_uarg, &threads,
+			      odb_conv_uarg, &live, odb_conv_uarg, &mn, odb_conv_uarg, &mx, &seed,
+			      odb_conv_uarg, &every))
 		return NULL;
 	GET_KERNEL(m, kobj, ko);
-	if (mn < 1 || mx < mn)
-		return PyErr_Format(PyExc_ValueError, "storm: need 1 <= min_size <= max_size"), NULL;
-	c.ops_per_thread = ops;
-	c.threads = threads;
-	c.live = live;
-	c.min_size = (size_t)mn;
-	c.max_size = (size_t)mx;
+	if (mx.v < mn.v)
+		return PyErr_Format(ko->st->InvalidArgument, "max_size: must be >= min_size (%llu), not %llu",
+				    mn.v, mx.v), NULL;
+	if (threads.v > odb_nr_cpus(ko->k))
+		return PyErr_Format(ko->st->InvalidArgument, "threads: must be 1..%u (the vCPUs), not %llu",
+				    odb_nr_cpus(ko->k), threads.v), NULL;
+	c.ops_per_thread = ops.v;
+	c.threads = (unsigned int)threads.v;
+	c.live = (unsigned int)live.v;
+	c.min_size = (size_t)mn.v;
+	c.max_size = (size_t)mx.v;
 	c.seed = seed;
-	c.mutex_every = mutex_every;
+	c.mutex_every = (unsigned int)every.v;
 	Py_BEGIN_ALLOW_THREADS
 	ret = odb_quarantine_storm(ko->k, &c, &r);
 	Py_END_ALLOW_THREADS

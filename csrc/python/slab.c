@@ -20,7 +20,7 @@ static core_state *cache_state(CacheObject *c) { return c->kernel->st; }
 #define CACHE_READY(c) \
 	do { \
 		if (!(c)->s) \
-			return PyErr_Format(cache_state(c)->Error, "cache %U was destroyed", (c)->name), NULL; \
+			return PyErr_Format(cache_state(c)->StateError, "cache %U was destroyed", (c)->name), NULL; \
 		CHECK_OPEN((c)->kernel); \
 	} while (0)
 
@@ -110,7 +110,7 @@ static PyObject *py_cache_find(PyObject *m, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "Os", &kobj, &name))
 		return NULL;
-	if (!(ko = odb_py_kernel(m, kobj, false)))
+	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
 	s = odb_kmem_cache_find(ko->k, name);
 	if (!s)
@@ -120,7 +120,7 @@ static PyObject *py_cache_find(PyObject *m, PyObject *args)
 
 static PyObject *py_cache_names(PyObject *m, PyObject *kobj)
 {
-	KernelObject *ko = odb_py_kernel(m, kobj, false);
+	KernelObject *ko = odb_py_kernel(m, kobj, true);
 	odb_cache **arr;
 	size_t n, got;
 	PyObject *list;
@@ -161,7 +161,7 @@ static PyObject *py_kmalloc(PyObject *m, PyObject *args)
 	odb_addr_t a;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "OnI", &kobj, &size, &gfp))
+	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, odb_conv_size, &size, odb_conv_gfp, &gfp))
 		return NULL;
 	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
@@ -183,7 +183,7 @@ static PyObject *addr_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *, 
 	KernelObject *ko;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
+	if (!PyArg_ParseTuple(args, "OO&", &kobj, odb_conv_addr, &a))
 		return NULL;
 	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
@@ -216,7 +216,7 @@ static PyObject *py_ksize(PyObject *m, PyObject *args)
 	size_t n;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
+	if (!PyArg_ParseTuple(args, "OO&", &kobj, odb_conv_addr, &a))
 		return NULL;
 	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
@@ -236,7 +236,8 @@ static PyObject *py_krealloc(PyObject *m, PyObject *args)
 	odb_addr_t out;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "OKnI", &kobj, &a, &size, &gfp))
+	if (!PyArg_ParseTuple(args, "OO&O&O&", &kobj, odb_conv_addr, &a, odb_conv_size, &size,
+			      odb_conv_gfp, &gfp))
 		return NULL;
 	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
@@ -252,7 +253,7 @@ static PyObject *py_krealloc(PyObject *m, PyObject *args)
 
 static PyObject *py_slabinfo_text(PyObject *m, PyObject *kobj)
 {
-	KernelObject *ko = odb_py_kernel(m, kobj, false);
+	KernelObject *ko = odb_py_kernel(m, kobj, true);
 	char *s;
 	PyObject *r;
 
@@ -278,7 +279,7 @@ static PyObject *py_slab_flags_parse(PyObject *m, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "Os", &kobj, &letters))
 		return NULL;
-	if (!(ko = odb_py_kernel(m, kobj, false)))
+	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
 	ret = odb_slab_flags_parse(ko->k, letters, &f);
 	if (ret)
@@ -306,9 +307,9 @@ static PyObject *py_slab_object(PyObject *m, PyObject *args)
 	odb_addr_t obj;
 	struct odb_cache_info info;
 
-	if (!PyArg_ParseTuple(args, "OK", &kobj, &a))
+	if (!PyArg_ParseTuple(args, "OO&", &kobj, odb_conv_addr, &a))
 		return NULL;
-	if (!(ko = odb_py_kernel(m, kobj, false)))
+	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
 	if (odb_slab_object(ko->k, a, &s, &obj))
 		Py_RETURN_NONE;
@@ -318,7 +319,7 @@ static PyObject *py_slab_object(PyObject *m, PyObject *args)
 
 static PyObject *py_slab_errors(PyObject *m, PyObject *kobj)
 {
-	KernelObject *ko = odb_py_kernel(m, kobj, false);
+	KernelObject *ko = odb_py_kernel(m, kobj, true);
 
 	if (!ko)
 		return NULL;
@@ -366,7 +367,7 @@ static PyObject *Cache_kmalloc(CacheObject *c, PyObject *args)
 	odb_addr_t a;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "n|I", &size, &gfp))
+	if (!PyArg_ParseTuple(args, "O&|O&", odb_conv_size, &size, odb_conv_gfp, &gfp))
 		return NULL;
 	CACHE_READY(c);
 	if (size < 0)
@@ -593,19 +594,19 @@ static PyObject *Cache_stats(CacheObject *c, PyObject *args)
 
 static PyObject *Cache_bench_pairs(CacheObject *c, PyObject *args)
 {
-	unsigned long long n;
-	unsigned int batch = 1;
+	odb_uarg n = ODB_UARG("n", 0, ODB_BENCH_MAX_PAIRS), batch = ODB_UARG("batch", 1, ODB_BENCH_MAX_BATCH);
 	int exclusive = 0;
 	uint64_t ns;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "K|Ip", &n, &batch, &exclusive))
+	batch.v = 1;
+	if (!PyArg_ParseTuple(args, "O&|O&p", odb_conv_uarg, &n, odb_conv_uarg, &batch, &exclusive))
 		return NULL;
 	CACHE_READY(c);
 	if (c->ctor)
 		return PyErr_SetString(cache_state(c)->StateError, "bench: not on a cache with a Python ctor"), NULL;
 	Py_BEGIN_ALLOW_THREADS
-	ret = odb_bench_slab_pairs(c->kernel->k, c->s, n, batch, exclusive, &ns);
+	ret = odb_bench_slab_pairs(c->kernel->k, c->s, n.v, (unsigned int)batch.v, exclusive, &ns);
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(c->kernel, ret);
@@ -614,21 +615,20 @@ static PyObject *Cache_bench_pairs(CacheObject *c, PyObject *args)
 
 static PyObject *py_bench_malloc(PyObject *m, PyObject *args)
 {
-	Py_ssize_t size;
-	unsigned long long n;
-	unsigned int batch = 1;
+	odb_uarg size = ODB_UARG("size", 0, ODB_BENCH_MALLOC_MAX_SIZE),
+		 n = ODB_UARG("n", 0, ODB_BENCH_MALLOC_MAX_PAIRS), batch = ODB_UARG("batch", 1, ODB_BENCH_MAX_BATCH);
 	uint64_t ns;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "nK|I", &size, &n, &batch))
+	batch.v = 1;
+	if (!PyArg_ParseTuple(args, "O&O&|O&", odb_conv_uarg, &size, odb_conv_uarg, &n,
+			      odb_conv_uarg, &batch))
 		return NULL;
-	if (size < 0)
-		return PyErr_SetString(PyExc_ValueError, "size must be >= 0"), NULL;
 	Py_BEGIN_ALLOW_THREADS
-	ret = odb_bench_malloc_pairs((size_t)size, n, batch, &ns);
+	ret = odb_bench_malloc_pairs((size_t)size.v, n.v, (unsigned int)batch.v, &ns);
 	Py_END_ALLOW_THREADS
 	if (ret)
-		return PyErr_SetString(PyExc_ValueError, "bench: batch must be 1..4096"), NULL;
+		return odb_raise_status(get_state(m), ret, "bench: out of memory");
 	return PyLong_FromUnsignedLongLong(ns);
 }
 
@@ -641,11 +641,22 @@ static PyObject *py_hackbench(PyObject *m, PyObject *args, PyObject *kw)
 	struct odb_hackbench_result r;
 	int processes = 1, on_threads = 0, ret;
 	KernelObject *ko;
+	/* the core's limits (hackbench.c), checked here to name the argument */
+	odb_uarg groups = ODB_UARG("groups", 1, 4096), fds = ODB_UARG("fds", 1, 4096),
+		 loops = ODB_UARG("loops", 1, 1u << 24), msg_size = ODB_UARG("msg_size", 0, 65536),
+		 queue_depth = ODB_UARG("queue_depth", 0, 65536);
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|IIIIIpp", kwlist, &kobj, &cfg.groups, &cfg.fds,
-					 &cfg.loops, &cfg.msg_size, &cfg.queue_depth, &processes,
-					 &on_threads))
+	groups.v = cfg.groups, fds.v = cfg.fds, loops.v = cfg.loops, msg_size.v = cfg.msg_size;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O&O&O&O&O&pp", kwlist, &kobj, odb_conv_uarg, &groups,
+					 odb_conv_uarg, &fds, odb_conv_uarg, &loops, odb_conv_uarg,
+					 &msg_size, odb_conv_uarg, &queue_depth, &processes, &on_threads))
 		return NULL;
+	if (groups.v * fds.v > 4096)
+		return PyErr_Format(get_state(m)->InvalidArgument, "groups * fds: must be <= 4096, not %llu",
+				    groups.v * fds.v), NULL;
+	cfg.groups = (unsigned int)groups.v, cfg.fds = (unsigned int)fds.v;
+	cfg.loops = (unsigned int)loops.v, cfg.msg_size = (unsigned int)msg_size.v;
+	cfg.queue_depth = (unsigned int)queue_depth.v;
 	if (!(ko = odb_py_kernel(m, kobj, true)))
 		return NULL;
 	cfg.processes = processes;
