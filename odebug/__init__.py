@@ -5,6 +5,22 @@
 ...     k.advance(ms=10)
 ...     k.jiffies - k.INITIAL_JIFFIES
 10
+
+Errors (one table, ``odb_errmap`` in csrc/python/core.c; README "Numbers, Ctrl-C,
+close() and errors"): every odebug error is an :class:`Error`.
+
+* :class:`InvalidArgument` (also ``ValueError``): a bad argument -- out of range,
+  negative, too large for its C type (never a bare ``OverflowError``), an
+  address outside the arena, a malformed boot parameter; the message starts
+  with the argument's name.  A wrong type is ``TypeError``.
+* :class:`NotFound` (also ``LookupError``): no such cache, parameter or stack.
+* :class:`StateError` (also ``RuntimeError``): not valid now (a cache still in
+  use, ``advance`` on a real clock, any call on a destroyed cache).
+* :class:`ClosedError` (also ``RuntimeError``): the kernel is closed (only its
+  log and reports stay readable).
+* :class:`KernelBug`: a report under ``panic_on_warn``; ``.report`` holds it.
+* ``MemoryError``: the host or the arena is out of memory for a boot or a
+  benchmark; ``KeyboardInterrupt``: Ctrl-C stopped a long C call early.
 """
 from __future__ import annotations
 

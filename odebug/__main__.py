@@ -10,7 +10,19 @@ from typing import List, Optional
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of ``python -m odebug`` and the ``odebug`` script."""
+    """Entry point of ``python -m odebug`` and the ``odebug`` script.
+
+    Ctrl-C stops it cleanly: the running scenario stops early and frees what
+    it made (the C loops poll for signals), "odebug: interrupted" goes to
+    stderr and the exit status is 130 (128 + SIGINT), as a shell expects."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("odebug: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())

@@ -21,7 +21,9 @@ from typing import Dict, List, Optional
 
 from . import _core
 
-from .kernel import Kernel
+from .kernel import Kernel, check_int
+
+MAX_ROUNDS = 10_000
 
 
 def debugobjects_churn(policy: str, *, cpus: int = 8, rounds: int = 2000, wave: int = 800,
@@ -41,6 +43,9 @@ def debugobjects_churn(policy: str, *, cpus: int = 8, rounds: int = 2000, wave: 
     of the whole churn / cycles, i.e. per init+activate+deactivate+free) and
     peak_live.
     """
+    check_int("rounds", rounds, 0, 1 << 24)
+    check_int("wave", wave, 0, 300_000)
+    check_int("lifetime", lifetime, 1, 256)
     clock = "real" if threads else "virtual"
     with Kernel(f"kasan=off odebug.objects_free={policy}", cpus=cpus, ram="64M",
                 clock=clock, seed=seed) as k:
@@ -100,6 +105,9 @@ def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
     alike) and reported as the median over the rounds; ns/pair is the median of
     the rounds.  Kernels boot with ``kasan=off no_debug_objects`` so the slab
     alone is timed."""
+    check_int("n", n, 1, 1 << 28)          # glibc's loop (no kernel to poll) is bounded
+    check_int("size", size, 1, 1 << 22)
+    check_int("rounds", rounds, 1, MAX_ROUNDS)
     kernels = {}
     for path in paths:
         for fl in flags:

@@ -15,13 +15,17 @@ from __future__ import annotations
 import argparse
 from typing import Dict, List
 
-from .kernel import Kernel
+from .kernel import Kernel, check_int
 from .kasan import quarantine_geometry
 
 
 def quarantine_churn(policy: str, *, ram: str = "4G", cpus: int = 4, ops: int = 700_000,
                      threads: int = 1, live: int = 256, min_size: int = 16,
                      max_size: int = 512, seed: int = 0, mutex_every: int = 0) -> Dict[str, float]:
+    """One storm (``Quarantine.storm``) on a fresh kernel with ``odebug.quarantine=<policy>``:
+    its result, the quarantine's stats (``q_*``) and ``ops_per_s``."""
+    check_int("ops", ops, 0, 1 << 26)
+    check_int("threads", threads, 1, cpus if isinstance(cpus, int) else 1)
     with Kernel(f"no_debug_objects odebug.quarantine={policy}", ram=ram, cpus=cpus,
                 seed=seed) as k:
         r = k.kasan.quarantine.storm(ops, threads=threads, live=live, min_size=min_size,

@@ -152,7 +152,7 @@ class DebugObjects:
         if not isinstance(size, int) or isinstance(size, bool):
             raise TypeError(f"size: expected int, not {type(size).__name__}")
         if size < 0:
-            raise ValueError(f"size: negative size {size}")
+            raise _core.InvalidArgument(f"size: negative size {size}")
         with self._k._cpu(cpu):
             _core.debug_check_no_obj_freed(self._k, addr, size)
 
@@ -213,6 +213,19 @@ class DebugObjects:
         wave/2..3*wave/2 objects; the virtual clock advances ``advance_ms`` per
         round; ``phase_rounds`` > 0 modulates the wave size by a triangle of that
         period (0.25x..1.75x).  Returns cycles, elapsed_ns, ns_per_cycle,
-        peak_live, virtual_ns."""
+        peak_live, virtual_ns.
+
+        Every parameter is range-checked first (:class:`odebug.InvalidArgument`
+        naming it): rounds 0..2**24, wave 0..300000, lifetime 1..256,
+        phase_rounds 0..2**24.  Ctrl-C stops a long churn within a few tens of
+        milliseconds: what it made is retired and KeyboardInterrupt raised."""
+        from .kernel import check_int
+        check_int("rounds", rounds, 0, 1 << 24)
+        check_int("wave", wave, 0, 300_000)
+        check_int("lifetime", lifetime, 1, 256)
+        check_int("phase_rounds", phase_rounds, 0, 1 << 24)
+        check_int("seed", seed, 0, (1 << 64) - 1)
+        if not isinstance(advance_ms, (int, float)) or not 0 <= advance_ms <= 1e12:
+            raise _core.InvalidArgument(f"advance_ms: must be 0..1e12, not {advance_ms!r}")
         return _core.debug_objects_churn(self._k, rounds, wave, lifetime, threads,
                                          int(advance_ms * 1_000_000), seed, phase_rounds)

@@ -22,14 +22,14 @@ def _check_addr(addr: int, what: str = "addr") -> None:
     if not isinstance(addr, int) or isinstance(addr, bool):
         raise TypeError(f"{what}: expected int, not {type(addr).__name__}")
     if not 0 <= addr < 1 << 64:
-        raise ValueError(f"{what}: {addr} is not a 64-bit address")
+        raise _core.InvalidArgument(f"{what}: {addr} is not a 64-bit address")
 
 
 def _check_n(n: int) -> None:
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"size: expected int, not {type(n).__name__}")
     if n < 0:
-        raise ValueError(f"size: negative size {n}")
+        raise _core.InvalidArgument(f"size: negative size {n}")
 
 
 def quarantine_geometry(ram: Union[int, str], cpus: int, nr_cpus: Optional[int] = None) -> dict:
@@ -45,13 +45,13 @@ def quarantine_geometry(ram: Union[int, str], cpus: int, nr_cpus: Optional[int] 
     if not isinstance(cpus, int) or isinstance(cpus, bool):
         raise TypeError(f"cpus: expected int, not {type(cpus).__name__}")
     if cpus < 1 or cpus > 1 << 20:
-        raise ValueError(f"cpus: must be >= 1, not {cpus}")
+        raise _core.InvalidArgument(f"cpus: must be >= 1, not {cpus}")
     if nr_cpus is None:
         nr_cpus = max(256, cpus)
     if not isinstance(nr_cpus, int) or isinstance(nr_cpus, bool):
         raise TypeError(f"nr_cpus: expected int, not {type(nr_cpus).__name__}")
     if nr_cpus < cpus or nr_cpus > 1 << 20:
-        raise ValueError(f"nr_cpus: must be >= cpus ({cpus}), not {nr_cpus}")
+        raise _core.InvalidArgument(f"nr_cpus: must be >= cpus ({cpus}), not {nr_cpus}")
     return _core.quarantine_geometry(r, cpus, nr_cpus)
 
 
@@ -98,7 +98,19 @@ class Quarantine:
         """kmalloc/kfree churn in C on ``threads`` vCPUs (every free enters the
         quarantine); every ``mutex_every``-th step holds a mutex shared by all
         threads (kmalloc under a mutex).  Returns elapsed_ns, ops, alloc/free
-        p50/p99/max in ns, and mutex_ops / mutex_wait_ns_total / _max."""
+        p50/p99/max in ns, and mutex_ops / mutex_wait_ns_total / _max.
+
+        Parameters are range-checked first (:class:`odebug.InvalidArgument`
+        naming it): ops 0..2**26, threads 1..nr_cpus, live 1..2**20, sizes
+        1..8192.  Ctrl-C stops it early (KeyboardInterrupt, everything freed)."""
+        from .kernel import check_int
+        check_int("ops", ops, 0, 1 << 26)
+        check_int("threads", threads, 1, self._k.nr_cpus)
+        check_int("live", live, 1, 1 << 20)
+        check_int("min_size", min_size, 1, 8192)
+        check_int("max_size", max_size, min_size, 8192)
+        check_int("seed", seed, 0, (1 << 64) - 1)
+        check_int("mutex_every", mutex_every, 0, (1 << 32) - 1)
         return _core.quarantine_storm(self._k, ops, threads, live, min_size, max_size, seed,
                                       mutex_every)
 

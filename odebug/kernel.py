@@ -31,14 +31,27 @@ def parse_size(value: Union[int, str], what: str = "size") -> int:
         raise TypeError(f"{what}: expected bytes or a size string, not bool")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"{what}: negative size {value}")
+            raise _core.InvalidArgument(f"{what}: negative size {value}")
         return value
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
         if not m:
-            raise ValueError(f"{what}: cannot parse size {value!r} (use e.g. 4096, '256M', '4G')")
+            raise _core.InvalidArgument(f"{what}: cannot parse size {value!r} (use e.g. 4096, '256M', '4G')")
         return int(m.group(1)) * _UNITS[m.group(2).lower()]
     raise TypeError(f"{what}: expected bytes or a size string, not {type(value).__name__}")
+
+
+def check_int(name: str, value: int, lo: int, hi: Optional[int] = None) -> int:
+    """``value`` if it is an int in ``lo..hi`` (``hi`` None: no upper bound);
+    else TypeError (not an int) or :class:`odebug.InvalidArgument` (a
+    ValueError) naming the parameter.  Scenario and benchmark parameters are
+    checked with it before any C work runs."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name}: expected int, not {type(value).__name__}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise _core.InvalidArgument(f"{name}: must be {rng}, not {value}")
+    return value
 
 
 @atexit.register
@@ -88,22 +101,22 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
         if not isinstance(cpus, int) or isinstance(cpus, bool):
             raise TypeError(f"cpus: expected int, not {type(cpus).__name__}")
         if not 1 <= cpus <= _core._build_info()["max_cpus"]:
-            raise ValueError(f"cpus: must be between 1 and {_core._build_info()['max_cpus']}, not {cpus}")
+            raise _core.InvalidArgument(f"cpus: must be between 1 and {_core._build_info()['max_cpus']}, not {cpus}")
         if not isinstance(clock, str):
             raise TypeError(f"clock: expected str, not {type(clock).__name__}")
         if clock not in ("virtual", "real"):
-            raise ValueError(f"clock: must be 'virtual' or 'real', not {clock!r}")
+            raise _core.InvalidArgument(f"clock: must be 'virtual' or 'real', not {clock!r}")
         for name, v in (("seed", seed), ("hz", hz), ("nr_cpus", nr_cpus)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
                 raise TypeError(f"{name}: expected int, not {type(v).__name__}")
         if seed < 0:
-            raise ValueError(f"seed: expected a non-negative int, not {seed!r}")
+            raise _core.InvalidArgument(f"seed: expected a non-negative int, not {seed!r}")
         if hz is not None and not 1 <= hz <= 100000:
-            raise ValueError(f"hz: expected 1..100000, not {hz!r}")
-        if nr_cpus is not None and nr_cpus < cpus:
-            raise ValueError(f"nr_cpus: expected an int >= cpus, not {nr_cpus!r}")
+            raise _core.InvalidArgument(f"hz: expected 1..100000, not {hz!r}")
+        if nr_cpus is not None and not cpus <= nr_cpus <= _core._build_info()["max_cpus"]:
+            raise _core.InvalidArgument(f"nr_cpus: expected an int >= cpus, not {nr_cpus!r}")
         if sched not in ("free", "controlled"):
-            raise ValueError(f"sched: must be 'free' or 'controlled', not {sched!r}")
+            raise _core.InvalidArgument(f"sched: must be 'free' or 'controlled', not {sched!r}")
         if sched == "controlled":
             cmdline = f"{cmdline} odebug.sched=controlled".strip()
         super().__init__(cpus=cpus, ram=parse_size(ram, "ram"), clock=clock,
@@ -118,6 +131,20 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def close(self) -> None:  # type: ignore[override]
+        """Stop the kernel (its worker, its tasks' calls); idempotent, never raises.
+
+        After close, reading the log and the reports stays fine (``dmesg()``,
+        ``reports``, ``report_count``, ``stack()``, ``cmdline``, ``closed``);
+        anything touching memory or kernel state -- ``raw``, ``read``,
+        ``write``, ``kmalloc``, ``slabinfo_text``, ``caches``, a Cache's
+        methods, ``debug_objects``, ``kasan``, statistics, time -- raises
+        :class:`odebug.ClosedError`.  The arena is unmapped only when this
+        object is deallocated: a ``raw()`` memoryview holds a reference to its
+        kernel, so a view kept across ``close()`` stays valid (it sees the dead
+        kernel's memory) until it is released."""
+        super().close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.nr_cpus} vCPUs, {self.clock} clock"
@@ -189,7 +216,7 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
         (in due order, in this thread).  Only with ``clock="virtual"``."""
         total = int(ms * 1_000_000) + int(us * 1_000) + int(ns)
         if total < 0:
-            raise ValueError(f"advance: time cannot go backwards ({total} ns)")
+            raise _core.InvalidArgument(f"advance: time cannot go backwards ({total} ns)")
         super().advance(total)
 
     def msecs_to_jiffies(self, ms: int) -> int:
@@ -262,12 +289,12 @@ def _check_order(order: int) -> None:
     if not isinstance(order, int) or isinstance(order, bool):
         raise TypeError(f"order: expected int, not {type(order).__name__}")
     if not 0 <= order <= _core.MAX_PAGE_ORDER:
-        raise ValueError(f"order: must be 0..{_core.MAX_PAGE_ORDER}, not {order}")
+        raise _core.InvalidArgument(f"order: must be 0..{_core.MAX_PAGE_ORDER}, not {order}")
 
 
 def _check_addr(addr: int) -> None:
     if not isinstance(addr, int) or isinstance(addr, bool):
         raise TypeError(f"addr: expected int, not {type(addr).__name__}")
     if not 0 <= addr < 1 << 64:
-        raise ValueError(f"addr: 0x{addr:x} is not a 64-bit address" if addr >= 0 else
+        raise _core.InvalidArgument(f"addr: 0x{addr:x} is not a 64-bit address" if addr >= 0 else
                          f"addr: negative address {addr}")

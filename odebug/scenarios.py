@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from . import _core
+from .kernel import check_int
+
+#: scenario limits (the C core's, checked first here to name the parameter)
+HACKBENCH_MAX_TASKS = 4096        # groups * fds
+HACKBENCH_MAX_LOOPS = 1 << 24
+MAX_RUNS = 10_000
 
 
 @dataclass
@@ -58,12 +64,18 @@ def hackbench(k, groups: int = 10, fds: int = 20, loops: int = 100, msg_size: in
     vCPU runs its tasks, switching where one blocks) or ``"threads"`` (a pthread
     per task, hundreds of them on a few cores)."""
     if mode not in ("processes", "threads"):
-        raise ValueError(f"mode: 'processes' or 'threads', not {mode!r}")
+        raise _core.InvalidArgument(f"mode: 'processes' or 'threads', not {mode!r}")
     if run_on not in ("vcpus", "threads"):
-        raise ValueError(f"run_on: 'vcpus' or 'threads', not {run_on!r}")
-    for name, v in (("groups", groups), ("fds", fds), ("loops", loops), ("runs", runs)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name}: expected a positive int, not {v!r}")
+        raise _core.InvalidArgument(f"run_on: 'vcpus' or 'threads', not {run_on!r}")
+    check_int("groups", groups, 1, HACKBENCH_MAX_TASKS)
+    check_int("fds", fds, 1, HACKBENCH_MAX_TASKS)
+    if groups * fds > HACKBENCH_MAX_TASKS:
+        raise _core.InvalidArgument(f"groups * fds: must be <= {HACKBENCH_MAX_TASKS}, "
+                                    f"not {groups} * {fds}")
+    check_int("loops", loops, 1, HACKBENCH_MAX_LOOPS)
+    check_int("msg_size", msg_size, 0, 65536)
+    check_int("queue_depth", queue_depth, 1, 65536)
+    check_int("runs", runs, 1, MAX_RUNS)
     times, cpu, msgs, fails, acq, cont = [], [], 0, 0, 0, 0
     for _ in range(runs):
         r = _core.hackbench(k, groups=groups, fds=fds, loops=loops, msg_size=msg_size,

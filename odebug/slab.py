@@ -132,7 +132,7 @@ class Cache:
     def alloc_bulk(self, n: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[List[int]]:
         """kmem_cache_alloc_bulk(): n objects, or None (all or nothing)."""
         if not isinstance(n, int) or n < 0:
-            raise ValueError(f"alloc_bulk: count must be a non-negative int, not {n!r}")
+            raise _core.InvalidArgument(f"alloc_bulk: count must be a non-negative int, not {n!r}")
         _check_gfp(gfp)
         with self._kernel._cpu(cpu):
             return self._c.alloc_bulk(n, gfp)
@@ -177,19 +177,21 @@ def _check_size(size: int) -> None:
     if not isinstance(size, int) or isinstance(size, bool):
         raise TypeError(f"size: expected int, not {type(size).__name__}")
     if size < 0:
-        raise ValueError(f"size: negative size {size}")
+        raise _core.InvalidArgument(f"size: negative size {size}")
+    if size >= 1 << 63:
+        raise _core.InvalidArgument(f"size: {size} is too large")
 
 
 def _check_gfp(gfp: int) -> None:
     if not isinstance(gfp, int) or not 0 <= gfp <= _MAX_U32:
-        raise ValueError(f"gfp: expected GFP flags, not {gfp!r}")
+        raise _core.InvalidArgument(f"gfp: expected GFP flags, not {gfp!r}")
 
 
 def _check_addr(addr: int) -> None:
     if not isinstance(addr, int) or isinstance(addr, bool):
         raise TypeError(f"addr: expected int, not {type(addr).__name__}")
     if not 0 <= addr < 1 << 64:
-        raise ValueError(f"addr: {addr} is not a 64-bit address")
+        raise _core.InvalidArgument(f"addr: {addr} is not a 64-bit address")
 
 
 def parse_flags(kernel, flags: Union[None, str, int]) -> int:
@@ -200,7 +202,7 @@ def parse_flags(kernel, flags: Union[None, str, int]) -> int:
         raise TypeError("flags: expected letters or SLAB_* bits, not bool")
     if isinstance(flags, int):
         if not 0 <= flags <= _MAX_U32:
-            raise ValueError(f"flags: 0x{flags:x} is not a 32-bit SLAB_* mask")
+            raise _core.InvalidArgument(f"flags: 0x{flags:x} is not a 32-bit SLAB_* mask")
         return flags
     if isinstance(flags, str):
         return _core.slab_flags_parse(kernel, flags)
@@ -245,9 +247,9 @@ class SlabMixin:
             raise TypeError(f"name: expected str, not {type(name).__name__}")
         _check_size(size)
         if not isinstance(align, int) or align < 0:
-            raise ValueError(f"align: expected a non-negative int, not {align!r}")
+            raise _core.InvalidArgument(f"align: expected a non-negative int, not {align!r}")
         if size == 0 or size > _MAX_U32:
-            raise ValueError(f"size: {size} out of range for kmem_cache_create")
+            raise _core.InvalidArgument(f"size: {size} out of range for kmem_cache_create")
         bits = parse_flags(self, flags)
         c = Cache(_core.cache_create(self, name, size, align, bits, ctor), self)
         self._cache_registry()[name] = c
