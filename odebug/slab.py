@@ -257,6 +257,8 @@ class SlabMixin:
 
     def cache(self, name: str) -> Cache:
         """Any cache by name (kmalloc-* included); odebug.NotFound if none."""
+        if self.closed:
+            raise _core.ClosedError("the kernel is closed")
         reg = self._cache_registry()
         c = reg.get(name)
         if c is not None and not c.destroyed:
