@@ -248,6 +248,10 @@ int slub_set_order(struct kmem_cache *s)
 	s->min_objects = order_objects(s->min_order, s->size, s->reserved);
 	if (s->objects > MAX_OBJS_PER_PAGE)
 		s->objects = MAX_OBJS_PER_PAGE;
+	s->fp_ram = (uintptr_t)s->k->ram;
+	s->fp_mask = ((uintptr_t)PAGE_SIZE << s->order) - 1;
+	s->fp_last = (uintptr_t)(s->objects ? s->objects - 1 : 0) * s->size;
+	s->fp_limit = s->k->ram_bytes >= s->size ? s->k->ram_bytes - s->size : 0;
 	return 0;
 }
 
@@ -482,7 +486,9 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *sl, void *freelis
 		tail = DEACTIVATE_TO_TAIL_MODE;
 	}
 	/* Stage one: give all but the last object back, one cmpxchg each. */
-	while (freelist && (nextfree = get_freepointer(s, freelist))) {
+	/* freelist_corrupted(): the kernel checks each link here under F; odebug
+	 * always does (a link followed out of the slab would leave the arena) */
+	while (freelist && (nextfree = get_freepointer_checked(s, freelist))) {
 		void *prior;
 		unsigned long counters;
 
@@ -705,7 +711,7 @@ void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
 	unsigned long c = slab_counters(sl);
 	unsigned int inuse = SLAB_INUSE(c) + 1, objs = SLAB_OBJECTS(c);
 
-	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(inuse, objs, 0));
+	slab_set(sl, get_freepointer_debug(s, object), SLAB_COUNTERS(inuse, objs, 0));
 	if (s->debug_init_only) {
 		init_object(s, object, SLUB_RED_ACTIVE);   /* all alloc_debug_processing does here */
 	} else if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
@@ -736,7 +742,7 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 		return NULL;
 	}
 	object = slab_freelist(sl);
-	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(1, SLAB_OBJECTS(sl->counters), 0));
+	slab_set(sl, get_freepointer_debug(s, object), SLAB_COUNTERS(1, SLAB_OBJECTS(sl->counters), 0));
 	if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
 		/* not expected on a new slab; it is left off every list (the
 		 * kernel then counts it nowhere: odebug counts it, so that the
@@ -894,7 +900,7 @@ bool alloc_modern_fast(struct kmem_cache *s, void **ret)
 	inuse = SLAB_INUSE(c) + 1;
 	if (unlikely(!object || inuse >= SLAB_OBJECTS(c)))
 		goto out;   /* the slab fills: to the full list in the full flow */
-	slab_set(sl, get_freepointer(s, object), SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
+	slab_set(sl, get_freepointer_checked(s, object), SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
 	poison_object_16_64(object, s->object_size);   /* init_object(SLUB_RED_ACTIVE) */
 	cc = &s->cpu_slab[t->home_cpu];
 	stat_c(cc, ALLOC_SLOWPATH);
@@ -973,7 +979,7 @@ redo:
 	}
 	stat_cpu(s, cpu, ALLOC_REFILL);
 load_freelist:
-	c->freelist = get_freepointer(s, freelist);
+	c->freelist = get_freepointer_checked(s, freelist);
 	c->tid++;
 	return freelist;
 
@@ -1008,7 +1014,7 @@ new_slab:
 		c->freelist = NULL;
 		goto new_slab;
 	}
-	deactivate_slab(s, sl, get_freepointer(s, freelist), cpu);
+	deactivate_slab(s, sl, get_freepointer_checked(s, freelist), cpu);
 	c->slab = NULL;
 	c->freelist = NULL;
 	return freelist;
@@ -1060,7 +1066,7 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 	if (unlikely(!object || kmem_cache_debug(s))) {
 		object = ___slab_alloc(s, gfp, addr, cpu, orig_size);
 	} else {
-		c->freelist = get_freepointer(s, object);
+		c->freelist = get_freepointer_checked(s, object);
 		c->tid++;
 		stat_cpu(s, cpu, ALLOC_FASTPATH);
 	}
@@ -1113,7 +1119,7 @@ bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
 		odb_irq_fast_restore(&f);
 		return false;
 	}
-	c->freelist = get_freepointer(s, object);
+	c->freelist = get_freepointer_checked(s, object);
 	c->tid++;
 	stat_c(c, ALLOC_FASTPATH);
 	odb_irq_fast_restore(&f);

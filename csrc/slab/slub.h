@@ -100,6 +100,10 @@ struct kmem_cache {
 	bool kmalloc;
 	bool destroyed;
 	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
+	uintptr_t fp_ram;                   /* k->ram: freeptr_valid()'s arena offsets */
+	uintptr_t fp_mask;                  /* (PAGE_SIZE << order) - 1 */
+	uintptr_t fp_last;                  /* (objects - 1) * size: last object's offset */
+	uintptr_t fp_limit;                 /* ram_bytes - size: no object starts beyond */
 	bool fastpath;                      /* no debug flag, T or KASAN: the inline fast paths run */
 	bool fastfree;                      /* fastpath, and no debug_check_no_obj_freed on free */
 	bool check_obj_freed;               /* debug_check_no_obj_freed on free (while debug objects are on) */
@@ -186,6 +190,44 @@ static inline void set_freepointer(const struct kmem_cache *s, void *object, voi
 {
 	odb_addr_t e = (odb_addr_t)((uintptr_t)fp - s->fp_bias), v = fp ? e : 0;
 	memcpy((char *)object + s->offset, &v, sizeof(v));
+}
+/*
+ * The trust boundary (issue 18): a free pointer is read from arena memory,
+ * which users overwrite at will, so before the allocator follows one it must
+ * be NULL or lie in the slab of the object it was read from, no nearer to the
+ * slab's end than a whole object (with its left red zone), and inside RAM.
+ * The slab is taken as the cache's preferred-order block holding the object
+ * (buddy blocks are aligned to their size): a pointer that passes may still
+ * be misaligned or point into a neighbouring smaller slab, which corrupts
+ * simulated memory only; nothing outside the arena is ever touched.  Four
+ * ALU operations and two compares on the fast paths.
+ */
+static inline bool freeptr_valid(const struct kmem_cache *s, const void *object, const void *fp)
+{
+	uintptr_t o = (uintptr_t)object - s->fp_ram, f = (uintptr_t)fp - s->fp_ram;
+
+	return !fp || (!((o ^ f) & ~s->fp_mask) &&
+		       ((f & s->fp_mask) - s->red_left_pad) <= s->fp_last && f <= s->fp_limit);
+}
+void *freelist_corrupted(struct kmem_cache *s, void *object, void *fp);
+/* get_freepointer() for the allocation paths: a corrupt link is reported
+ * ("Freechain corrupt"), cut ("Isolate corrupted freechain") and reads NULL. */
+static inline void *get_freepointer_checked(struct kmem_cache *s, void *object)
+{
+	void *fp = get_freepointer(s, object);
+
+	if (unlikely(!freeptr_valid(s, object, fp)))
+		return freelist_corrupted(s, object, fp);
+	return fp;
+}
+/* The debug allocation paths: with consistency checks (F) the kernel follows
+ * the link and alloc_debug_processing() rejects a bad object before it is
+ * touched ("Freelist Pointer check fails"), so F keeps that; without F the
+ * kernel would oops, and odebug isolates the chain instead. */
+static inline void *get_freepointer_debug(struct kmem_cache *s, void *object)
+{
+	return (s->flags & SLAB_CONSISTENCY_CHECKS) ? get_freepointer(s, object)
+						    : get_freepointer_checked(s, object);
 }
 static inline unsigned int size_from_object(const struct kmem_cache *s)
 {

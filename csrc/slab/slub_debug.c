@@ -516,6 +516,25 @@ static void slab_fix(struct kmem_cache *s, const char *fmt, ...)
 	slab_add_kunit_errors(s->k);
 }
 
+/*
+ * freelist_corrupted(): a free pointer read from an object failed
+ * freeptr_valid().  As the kernel's freelist_corrupted() does under F: report
+ * the object whose link is bad, cut the chain there, and go on with the
+ * objects before it; the ones after it stay counted in use (isolated), as in
+ * the kernel.  Called with the vCPU's irq lock or list_lock held: it only
+ * reads the arena and writes the log (no callback runs).
+ */
+void *freelist_corrupted(struct kmem_cache *s, void *object, void *fp)
+{
+	struct slab *sl = virt_to_slab(s->k, object);
+
+	(void)fp;
+	object_err(s, sl, object, "Freechain corrupt");
+	set_freepointer(s, object, NULL);
+	slab_fix(s, "Isolate corrupted freechain");
+	return NULL;
+}
+
 /* Reports on bad frees where no cache (or the wrong one) is known. */
 void slab_bad_free(struct odb_kernel *k, const char *kind, const char *fmt, ...)
 {
