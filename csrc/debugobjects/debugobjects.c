@@ -1515,6 +1515,8 @@ int debug_objects_mem_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 
 	d->obj_cache = kmem_cache_create(k, "debug_objects_cache", sizeof(struct debug_obj), 0,
 					 SLAB_DEBUG_OBJECTS | SLAB_NOLEAKTRACE, NULL);
+	if (d->obj_cache)
+		kmem_cache_mark_internal(d->obj_cache);
 	if (!d->obj_cache || debug_objects_replace_static_objects(k, d)) {
 		WRITE_ONCE(d->gate.debug_objects_enabled, 0);
 		if (d->obj_cache)

@@ -516,8 +516,10 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 		ret = odb_kmem_cache_destroy(c->kernel->k, s);
 		Py_END_ALLOW_THREADS
 	}
-	if (ret)
+	if (ret) {
+		c->s = s;   /* refused: the cache is still there */
 		return odb_raise(c->kernel, ret);
+	}
 	Py_RETURN_NONE;
 }
 

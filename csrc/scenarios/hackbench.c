@@ -326,11 +326,13 @@ int odb_hackbench(odb_kernel *k, const struct odb_hackbench_cfg *cfg,
 	c.k = k;
 	c.cfg = cfg;
 	c.skb_cache = kmem_cache_find(k, "skbuff_head_cache");
-	if (!c.skb_cache)
+	if (!c.skb_cache) {
 		c.skb_cache = __kmem_cache_create(k, "skbuff_head_cache", SKB_HEAD_SIZE, 0,
 						  SLAB_HWCACHE_ALIGN, NULL, NULL, NULL, &err);
-	if (!c.skb_cache)
-		return odb_leave(t, err);
+		if (!c.skb_cache)
+			return odb_leave(t, err);
+		c.skb_cache->internal = true;   /* the next runs use it too */
+	}
 	data_cache = kmalloc_slab(k, cfg->msg_size + SKB_SHINFO);
 	nq = cfg->groups * cfg->fds;
 	ntasks = 2 * nq;

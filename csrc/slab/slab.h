@@ -51,6 +51,8 @@ struct kmem_cache;
 
 /* Create a cache; NULL on failure (odb_err names the reason).  flags may hold
  * debug letters' flags; slub_debug= applies unless SLAB_NO_USER_FLAGS. */
+/* One of odebug's own caches: the public kmem_cache_destroy refuses it. */
+void kmem_cache_mark_internal(struct kmem_cache *s);
 struct kmem_cache *kmem_cache_create(struct odb_kernel *k, const char *name, unsigned int size,
 				     unsigned int align, slab_flags_t flags, void (*ctor)(void *));
 void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s);

@@ -90,6 +90,11 @@ int odb_kmem_cache_create(odb_kernel *k, const char *name, unsigned int size, un
 	LEAVE(ODB_OK);
 }
 
+void kmem_cache_mark_internal(struct kmem_cache *s)
+{
+	s->internal = true;
+}
+
 int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s)
 {
 	int r;
@@ -97,6 +102,12 @@ int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s)
 
 	if ((r = bad_cache(k, s)))
 		LEAVE(r);
+	/* The kernel never destroys its kmalloc caches, nor odebug its own
+	 * (debug_objects_cache, a scenario's skbuff_head_cache): their users
+	 * hold them without a reference. */
+	if (s->internal)
+		LEAVE(odb_err(k, ODB_EINVAL, "kmem_cache_destroy: %s is %s: it is never destroyed",
+			      s->name, s->kmalloc ? "a kmalloc cache" : "one of odebug's own caches"));
 	kmem_cache_destroy(k, s);
 	LEAVE(ODB_OK);
 }
@@ -206,15 +217,17 @@ int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_ad
 
 	if ((r = bad_cache(k, s)))
 		LEAVE(r);
-	for (size_t i = 0; i < n; i++) {
-		void *p;
-		if (!a[i])
-			continue;
-		p = obj_ptr(k, a[i], &r);
-		if (!p)
-			LEAVE(r);
-		kmem_cache_free(k, s, p);
-	}
+	/* All or nothing: an address outside the arena refuses the whole batch
+	 * before anything is freed.  Inside the arena each object goes through
+	 * kmem_cache_free(), which reports a bad one (wrong cache, not an object,
+	 * double free) and frees nothing for it, as the kernel's bulk free does. */
+	for (size_t i = 0; i < n; i++)
+		if (a[i] && !obj_ptr(k, a[i], &r))
+			LEAVE(odb_err(k, r, "free_bulk: item %zu (0x%llx) is not an address in this "
+				      "kernel's memory; nothing was freed", i, (unsigned long long)a[i]));
+	for (size_t i = 0; i < n; i++)
+		if (a[i])
+			kmem_cache_free(k, s, virt_to_host(k, a[i]));
 	LEAVE(ODB_OK);
 }
 

@@ -480,6 +480,7 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *sl, void *freelis
 	bool lock = false;
 	void *nextfree, *old_fl;
 	unsigned long old_c, new_c;
+	unsigned int walked = 0;
 
 	if (slab_freelist(sl)) {
 		stat_cpu(s, cpu, DEACTIVATE_REMOTE_FREES);
@@ -491,6 +492,13 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *sl, void *freelis
 	while (freelist && (nextfree = get_freepointer_checked(s, freelist))) {
 		void *prior;
 		unsigned long counters;
+
+		/* a freelist longer than the slab is a cycle (a double free the
+		 * kernel, without debugging, does not see): cut it, don't spin */
+		if (unlikely(++walked > SLAB_OBJECTS(slab_counters(sl)))) {
+			nextfree = freelist_corrupted(s, freelist, nextfree);
+			break;
+		}
 
 		do {
 			slab_snapshot(s, sl, &prior, &counters);
@@ -1495,6 +1503,15 @@ size_t ksize(struct odb_kernel *k, const void *x)
 	return slab_ksize(page_slab(pg)->slab_cache);
 }
 
+/* p is the first byte of a large kmalloc (pages of its own). */
+static bool krealloc_large_start(struct odb_kernel *k, const void *p)
+{
+	odb_addr_t a = host_to_virt(k, p);
+	struct page *pg = virt_to_head_page(k, a);
+
+	return (pg->flags & PG_reserved) && page_address(k, pg) == a;
+}
+
 void *krealloc(struct odb_kernel *k, const void *p, size_t new_size, gfp_t gfp)
 {
 	struct kmem_cache *s = NULL;
@@ -1511,6 +1528,16 @@ void *krealloc(struct odb_kernel *k, const void *p, size_t new_size, gfp_t gfp)
 		if (!kasan_check_byte(k, p, (unsigned long)__builtin_return_address(0)))
 			return NULL;
 		sl = virt_to_slab(k, p);
+		/* Not an object odebug gave out (an interior pointer, a page that
+		 * is no kmalloc): the kfree() krealloc would end with reports it
+		 * (invalid-free, "Invalid object pointer") and frees nothing, and
+		 * nothing is copied from or zeroed past it: NULL, no new object
+		 * (odebug deviation: the kernel would copy ksize() bytes first). */
+		if (sl ? !check_valid_pointer(sl->slab_cache, sl, (void *)p)
+		       : !krealloc_large_start(k, p)) {
+			kfree(k, p);
+			return NULL;
+		}
 		if (sl) {
 			s = sl->slab_cache;
 			orig_size = get_orig_size(s, (void *)p);
@@ -1867,6 +1894,7 @@ int odb_slab_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 				snprintf(errbuf, errlen, "kmem_cache_init: cannot create %s", name);
 				return ODB_ENOMEM;
 			}
+			ss->kmalloc_caches[idx]->internal = true;   /* never destroyed */
 		}
 	}
 	return 0;

@@ -98,6 +98,7 @@ struct kmem_cache {
 	struct kmem_cache_node node;
 	struct odb_kernel *k;
 	bool kmalloc;
+	bool internal;                      /* odebug's own (debug_objects_cache, a scenario's) */
 	bool destroyed;
 	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
 	uintptr_t fp_ram;                   /* k->ram: freeptr_valid()'s arena offsets */
