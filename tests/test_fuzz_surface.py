@@ -35,6 +35,7 @@ import json
 import os
 import random
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,16 @@ import traceback
 _PENDING_FIXES: set = {
     "destroy_internal",   # F1: kmem_cache_destroy of kmalloc-* is accepted; the next kmalloc segfaults
     "overflow_error",     # F2: sizes >= 2**63 raise OverflowError (not ValueError/odebug.Error)
+    "raw_free_pointer",   # F3: a stray raw write over a free pointer makes validate/alloc follow it
+                          #     out of the arena (SIGSEGV): raw writes stay inside live objects
+    "write_over_metadata",  # F7/F8: k.write/memset/memcpy (KASAN-checked, or unchecked with
+                          #     kasan=off) over a free pointer or a debug-objects tracker: the next
+                          #     kmalloc / debug_objects.init follows it (SIGSEGV); such writes stay
+                          #     inside live objects
+    "huge_read",          # F9: k.read(addr, 2**40) allocates the bytes on the host before the range
+                          #     check (ASan: allocation-size-too-big abort): reads capped at 1 MiB
+    "krealloc_interior",  # F4: krealloc of an interior/unaligned pointer is accepted (misaligned
+                          #     kasan_alloc_meta access under UBSan): krealloc gets object starts only
 }
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -291,6 +302,15 @@ def _child_run(ex):
         so = k.slab_object(pages[i % len(pages)] + (i * 8) % 4096)
         return so[1] if so else pages[i % len(pages)]
 
+    def claim(spec):
+        """Clean mode: a live object taken off the list (one owner frees it), or None."""
+        with lock:
+            if not st["live"]:
+                return None
+            e = st["live"].pop(spec[1] % len(st["live"]))
+            st["freed"].append(e[0])
+            return e
+
     def resolve(spec):
         kind, i, off = spec
         with lock:
@@ -329,6 +349,15 @@ def _child_run(ex):
             return 16
         raise AssertionError(kind)
 
+    def inside_live(p, data):
+        """(address, bytes) clamped into a live object's bytes (while F3 is open)."""
+        with lock:
+            if not st["live"]:
+                return arena_lo, b""
+            q, size = st["live"][p % len(st["live"])][:2]
+        off = (p - q) % size if p >= q and p < q + size else 0
+        return q + off, data[:size - off]
+
     def cache_of(sel):
         if sel[0] == "internal":
             calls[0] += 1
@@ -363,10 +392,20 @@ def _child_run(ex):
             p = getattr(k, name)(op[1], gfp, cpu=op[3] % k.nr_cpus)
             track_alloc(p, op[1])
         elif name == "kfree":
+            if not ex["hostile"]:
+                e = claim(op[1])
+                if e is not None:
+                    (e[2].free if e[2] is not None else k.kfree)(e[0], cpu=op[2] % k.nr_cpus)
+                return
             p = resolve(op[1])
             k.kfree(p, cpu=op[2] % k.nr_cpus)
             track_free(p)
         elif name == "kfree_rcu":
+            if not ex["hostile"]:
+                e = claim(op[1])
+                if e is not None:
+                    k.kfree_rcu(e[0])
+                return
             p = resolve(op[1])
             k.kfree_rcu(p)
             track_free(p)
@@ -375,12 +414,19 @@ def _child_run(ex):
         elif name == "slab_object":
             k.slab_object(resolve(op[1]))
         elif name == "krealloc":
+            if "krealloc_interior" in _PENDING_FIXES and op[1][0] in (
+                    "interior", "unaligned", "arena", "arena_obj", "tracker", "page"):
+                op = [op[0], ["live"] + op[1][1:]] + op[2:]
             p = resolve(op[1])
             if not ex["hostile"]:          # clean: krealloc is for kmalloc'd memory only
                 with lock:
-                    if not any(e[0] == p and e[2] is None for e in st["live"]):
+                    e = next((e for e in st["live"] if e[0] == p and e[2] is None), None)
+                    if e is None:
                         return
+                    st["live"].remove(e)   # ours now
             q = k.krealloc(p, op[2], cpu=op[3] % k.nr_cpus)
+            if q is None and not ex["hostile"]:
+                track_alloc(p, e[1])           # failed: the old object stays ours
             if q is not None:
                 if p != q:
                     track_free(p)
@@ -434,6 +480,15 @@ def _child_run(ex):
             c = cache_of(op[1])
             if c is None:
                 return
+            if not ex["hostile"]:
+                with lock:
+                    e = next((e for e in st["live"] if e[2] is c), None)
+                    if e is None:
+                        return
+                    st["live"].remove(e)
+                c.free(e[0], cpu=op[3] % k.nr_cpus)
+                track_free(e[0])
+                return
             p = resolve(op[2])
             c.free(p, cpu=op[3] % k.nr_cpus)
             track_free(p)
@@ -445,20 +500,35 @@ def _child_run(ex):
             if not ex["hostile"]:
                 with lock:
                     own = {e[0] for e in st["live"] if e[2] is c}
-                ps = sorted({p for p in ps if p in own})
+                    ps = sorted({p for p in ps if p in own})
+                    st["live"] = [e for e in st["live"] if e[0] not in ps]
             c.free_bulk(ps, cpu=op[3] % k.nr_cpus)
             for p in ps:
                 track_free(p)
         elif name in ("write", "read", "memset"):
             p = resolve(op[1])
             off, n = op[2], op[3]
-            if not ex["hostile"]:
-                with lock:
+            if name == "read" and "huge_read" in _PENDING_FIXES:
+                n = min(n, 1 << 20)
+            if (name != "read" and ex["hostile"] and "write_over_metadata" in _PENDING_FIXES
+                    and (not k.kasan.enabled or op[1][0] in ("tracker", "arena", "arena_obj",
+                                                             "page", "freed"))):
+                p, data = inside_live(p + off, b"x" * max(0, min(n, 1 << 16)))
+                off, n = 0, len(data)
+            if not ex["hostile"]:              # clean: inside a live object, which no
+                with lock:                     # other thread frees meanwhile
                     e = next((e for e in st["live"] if e[0] == p), None)
-                if e is None:
-                    return
-                off, n = off % e[1], n
-                n = 1 + (n - 1) % (e[1] - off)
+                    if e is None:
+                        return
+                    off = off % e[1]
+                    n = 1 + (n - 1) % (e[1] - off)
+                    if name == "write":
+                        k.write(p + off, bytes([op[4]]) * n)
+                    elif name == "read":
+                        k.read(p + off, n)
+                    else:
+                        k.memset(p + off, op[4], n)
+                return
             if name == "write":
                 k.write(p + off, bytes([op[4]]) * max(0, min(n, 1 << 16)) if n >= 0 else b"")
             elif name == "read":
@@ -467,12 +537,19 @@ def _child_run(ex):
                 k.memset(p + off, op[4], n)
         elif name == "memcpy":
             a, b, n = resolve(op[1]), resolve(op[2]), op[3]
+            if (ex["hostile"] and "write_over_metadata" in _PENDING_FIXES
+                    and (not k.kasan.enabled or op[1][0] in ("tracker", "arena", "arena_obj",
+                                                             "page", "freed"))):
+                a, data = inside_live(a, b"x" * max(0, min(n, 1 << 16)))
+                n = len(data)
             if not ex["hostile"]:
                 with lock:
                     sizes = {e[0]: e[1] for e in st["live"]}
-                if a not in sizes or b not in sizes or a == b:
-                    return
-                n = min(n, sizes[a], sizes[b])
+                    if a not in sizes or b not in sizes or a == b:
+                        return
+                    n = min(n, sizes[a], sizes[b])
+                    (k.memmove if op[4] else k.memcpy)(a, b, n)
+                return
             (k.memmove if op[4] else k.memcpy)(a, b, n)
         elif name == "dobj":
             d = k.debug_objects
@@ -551,6 +628,8 @@ def _child_run(ex):
         elif name in ("raw_write", "raw_keep"):
             p = resolve(op[1]) + op[2]
             data = bytes.fromhex(op[3])
+            if "raw_free_pointer" in _PENDING_FIXES:
+                p, data = inside_live(p, data)
             mv = k.raw(p, len(data))
             mv[:] = data
             if name == "raw_keep":
@@ -559,8 +638,12 @@ def _child_run(ex):
         elif name == "raw_meta":
             p = resolve([op[1], op[2], 0]) + op[3]
             data = bytes.fromhex(op[4])
+            if "raw_free_pointer" in _PENDING_FIXES:
+                p, data = inside_live(p, data)
             k.raw(p, len(data))[:] = data
         elif name == "raw_kept_write":
+            if "raw_free_pointer" in _PENDING_FIXES:   # its object may be free by now
+                return
             with lock:
                 if not st["kept"]:
                     return
@@ -705,7 +788,16 @@ class Worker:
 
     def _stderr_tail(self):
         self.log.seek(0)
-        return self.log.read()[-6000:].decode("utf-8", "replace")
+        text = self.log.read().decode("utf-8", "replace")
+        keep, skip = [], 0
+        for ln in text.splitlines():        # a swallowed ctor exception (F5) prints 5 lines
+            if ln.startswith("Exception ignored in: <function _child_run"):
+                skip = 5
+            if skip:
+                skip -= 1
+                continue
+            keep.append(ln)
+        return "\n".join(keep)[-6000:]
 
     def run(self, ex):
         """None if the example passed, else a description of the failure."""
@@ -720,6 +812,11 @@ class Worker:
         line = self.proc.stdout.readline() if ready else ""
         self.examples += 1
         if not ready:
+            self.proc.send_signal(signal.SIGABRT)      # faulthandler: every thread's stack
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
             self.stop()
             return f"hang: no reply within {_TIMEOUT:.0f} s\n{self._stderr_tail()}"
         if not line:
@@ -737,11 +834,24 @@ class Worker:
 
 
 def _signature(failure):
-    """A failure's class: its first line without numbers and addresses."""
+    """A failure's class: its first line without numbers and addresses, and for a
+    crash or a hang the first sanitizer line or the innermost Python frame."""
     import re
-    first = failure.splitlines()[0] if failure else ""
-    first = re.sub(r"\[.*", "", first)
-    return re.sub(r"0x[0-9a-f]+|\d+", "N", first)
+    lines = failure.splitlines() if failure else [""]
+    first = re.sub(r"\[.*", "", lines[0])
+    where = ""
+    if first.startswith(("crash", "hang")):
+        for ln in lines:
+            m = re.search(r"(csrc/\S+:\d+).*?(runtime error: [a-z ]+|AddressSanitizer: [\w-]+)?", ln)
+            if m and ("runtime error" in ln or "ERROR: AddressSanitizer" in ln or "#0" in ln):
+                where = m.group(0)
+                break
+        if not where:
+            for j, ln in enumerate(lines):
+                if "most recent call first" in ln and j + 1 < len(lines):
+                    where = lines[j + 1].strip()
+                    break
+    return re.sub(r"0x[0-9a-f]+|\d+", "N", first + " " + where)
 
 
 def _describe(ex):
