@@ -49,12 +49,14 @@ _PENDING_FIXES: set = {
     "overflow_error",     # F2: sizes >= 2**63 raise OverflowError (not ValueError/odebug.Error)
     "raw_free_pointer",   # F3: a stray raw write over a free pointer makes validate/alloc follow it
                           #     out of the arena (SIGSEGV): raw writes stay inside live objects
-    "write_over_metadata",  # F7/F8: k.write/memset/memcpy (KASAN-checked, or unchecked with
-                          #     kasan=off) over a free pointer or a debug-objects tracker: the next
-                          #     kmalloc / debug_objects.init follows it (SIGSEGV); such writes stay
-                          #     inside live objects
-    "huge_read",          # F9: k.read(addr, 2**40) allocates the bytes on the host before the range
-                          #     check (ASan: allocation-size-too-big abort): reads capped at 1 MiB
+    "write_over_metadata",  # F7/F8/F13: k.write/memset/memcpy (KASAN reports an out-of-bounds
+                          #     write and still does it; kasan=off: unchecked) over a free pointer or
+                          #     a debug-objects tracker: the next kmalloc / debug_objects.init
+                          #     follows it (SIGSEGV); such writes stay inside live objects
+    "huge_read",          # F9: k.read / k.kasan.shadow(addr, 2**40) allocate the bytes on the host
+                          #     before the range check (ASan: abort): lengths capped at 1 MiB
+    "kfree_tracker",      # F12: kfree of a debug-objects tracker in the pool is accepted silently
+                          #     (later crashes in the quarantine): no frees of tracker addresses
     "callbacks_in_threads",  # F11: hangs (no reply, every thread inside the core) with Python
                           #     ctors / fixups on several threads: threads run no callbacks
     "krealloc_interior",  # F4: krealloc of an interior/unaligned pointer is accepted (misaligned
@@ -112,6 +114,13 @@ def _data(r, n):
     return ("%02x" % b) * n if r.int(0, 1) else "".join("%02x" % r.int(0, 255) for _ in range(n))
 
 
+def _no_tracker(spec):
+    """F12: while pending, frees never aim at a debug-objects tracker."""
+    if "kfree_tracker" in _PENDING_FIXES and spec[0] == "tracker":
+        return ["arena_obj"] + spec[1:]
+    return spec
+
+
 def _gen_op(r, hostile, depth=0):
     cpu = r.int(0, 3)            # 3 is past nr_cpus on a 2-vCPU kernel
     ops = ["kmalloc", "kmalloc", "kzalloc", "kfree", "kfree", "krealloc", "ksize",
@@ -133,10 +142,12 @@ def _gen_op(r, hostile, depth=0):
     name = r.choice(ops)
     if name in ("kmalloc", "kzalloc"):
         return [name, _size(r, hostile), r.choice([0, 1, 2]) if hostile else 0, cpu]
-    if name in ("kfree", "ksize", "kfree_rcu", "slab_object"):
+    if name in ("kfree", "kfree_rcu"):
+        return [name, _no_tracker(_addr(r, hostile)), cpu]
+    if name in ("ksize", "slab_object"):
         return [name, _addr(r, hostile), cpu]
     if name == "krealloc":
-        return [name, _addr(r, hostile), _size(r, hostile), cpu]
+        return [name, _no_tracker(_addr(r, hostile)), _size(r, hostile), cpu]
     if name == "cache_create":
         return [name, _size(r, hostile) if hostile else r.int(1, 4096),
                 r.choice([0, 0, 8, 64, 3, 4096] + ([-1, 1 << 40] if hostile else [])),
@@ -152,10 +163,10 @@ def _gen_op(r, hostile, depth=0):
         return [name, sel, n, r.int(0, 1), cpu]
     if name == "cache_free":
         sel = ["own", r.int(0, 7)] if not hostile or r.int(0, 2) else ["internal", r.choice(INTERNAL)]
-        return [name, sel, _addr(r, hostile), cpu]
+        return [name, sel, _no_tracker(_addr(r, hostile)), cpu]
     if name == "free_bulk":
         sel = ["own", r.int(0, 7)] if not hostile or r.int(0, 2) else ["internal", r.choice(INTERNAL)]
-        return [name, sel, [_addr(r, hostile) for _ in range(r.int(0, 6))], cpu]
+        return [name, sel, [_no_tracker(_addr(r, hostile)) for _ in range(r.int(0, 6))], cpu]
     if name in ("write", "read", "memset"):
         n = r.int(1, 64) if not hostile else r.choice([0, 1, 8, 64, 300, 5000, -1, 1 << 40])
         return [name, _addr(r, hostile), r.int(0, 4095) if hostile else r.int(0, 255), n,
@@ -532,9 +543,7 @@ def _child_run(ex):
             off, n = op[2], op[3]
             if name == "read" and "huge_read" in _PENDING_FIXES:
                 n = min(n, 1 << 20)
-            if (name != "read" and ex["hostile"] and "write_over_metadata" in _PENDING_FIXES
-                    and (not k.kasan.enabled or op[1][0] in ("tracker", "arena", "arena_obj",
-                                                             "page", "freed"))):
+            if name != "read" and ex["hostile"] and "write_over_metadata" in _PENDING_FIXES:
                 p, data = inside_live(p + off, b"x" * max(0, min(n, 1 << 16)))
                 off, n = 0, len(data)
             if not ex["hostile"]:              # clean: inside a live object, which no
@@ -559,9 +568,7 @@ def _child_run(ex):
                 k.memset(p + off, op[4], n)
         elif name == "memcpy":
             a, b, n = resolve(op[1]), resolve(op[2]), op[3]
-            if (ex["hostile"] and "write_over_metadata" in _PENDING_FIXES
-                    and (not k.kasan.enabled or op[1][0] in ("tracker", "arena", "arena_obj",
-                                                             "page", "freed"))):
+            if ex["hostile"] and "write_over_metadata" in _PENDING_FIXES:
                 a, data = inside_live(a, b"x" * max(0, min(n, 1 << 16)))
                 n = len(data)
             if not ex["hostile"]:
@@ -588,6 +595,8 @@ def _child_run(ex):
                 getattr(d, what)(p, de, cpu=cpu)
         elif name == "kasan":
             a, n = resolve(op[2]), op[3]
+            if "huge_read" in _PENDING_FIXES:
+                n = min(n, 1 << 20)
             kk = k.kasan
             if op[1] == "check":
                 kk.check(a, n)
