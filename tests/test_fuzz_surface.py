@@ -42,22 +42,23 @@ import tempfile
 import time
 import traceback
 
-# One entry per open finding (see h18-findings.md); the op kinds listed here are
-# not generated.  Remove an entry when its fix lands.
+# One entry per open finding (see /work/h18-findings.md, F-numbers): each entry
+# narrows what the fuzzer generates or how an op runs (grep its name to see where).
+# Remove an entry when its fix lands, and the fuzzer covers that ground again.
 _PENDING_FIXES: set = {
     "destroy_internal",   # F1: kmem_cache_destroy of kmalloc-* is accepted; the next kmalloc segfaults
     "overflow_error",     # F2: sizes >= 2**63 raise OverflowError (not ValueError/odebug.Error)
     "raw_free_pointer",   # F3: a stray raw write over a free pointer makes validate/alloc follow it
                           #     out of the arena (SIGSEGV): raw writes stay inside live objects
-    "write_over_metadata",  # F7/F8/F13: k.write/memset/memcpy (KASAN reports an out-of-bounds
+    "write_over_metadata",  # F7/F8/F12: k.write/memset/memcpy (KASAN reports an out-of-bounds
                           #     write and still does it; kasan=off: unchecked) over a free pointer or
                           #     a debug-objects tracker: the next kmalloc / debug_objects.init
                           #     follows it (SIGSEGV); such writes stay inside live objects
     "huge_read",          # F9: k.read / k.kasan.shadow(addr, 2**40) allocate the bytes on the host
                           #     before the range check (ASan: abort): lengths capped at 1 MiB
-    "kfree_tracker",      # F12: kfree of a debug-objects tracker in the pool is accepted silently
+    "kfree_tracker",      # F11: kfree of a debug-objects tracker in the pool is accepted silently
                           #     (later crashes in the quarantine): no frees of tracker addresses
-    "callbacks_in_threads",  # F11: hangs (no reply, every thread inside the core) with Python
+    "callbacks_in_threads",  # F10: hangs (no reply, every thread inside the core) with Python
                           #     ctors / fixups on several threads: threads run no callbacks
     "krealloc_interior",  # F4: krealloc of an interior/unaligned pointer is accepted (misaligned
                           #     kasan_alloc_meta access under UBSan): krealloc gets object starts only
@@ -115,7 +116,7 @@ def _data(r, n):
 
 
 def _no_tracker(spec):
-    """F12: while pending, frees never aim at a debug-objects tracker."""
+    """F11: while pending, frees never aim at a debug-objects tracker."""
     if "kfree_tracker" in _PENDING_FIXES and spec[0] == "tracker":
         return ["arena_obj"] + spec[1:]
     return spec
