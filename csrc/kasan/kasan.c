@@ -99,6 +99,30 @@ void kasan_param_quarantine_fixes_show(struct odb_kernel *k, char *buf, size_t l
 	snprintf(buf, len, "%s", quarantine_fixes_names[kasan_state(k)->fixes_arg]);
 }
 
+/* The shadow, like the arena (page_alloc.c), sits between two PROT_NONE
+ * guard regions: a shadow access computed for an address just outside the
+ * arena faults instead of scribbling on host memory. */
+#define KASAN_SHADOW_GUARD (2UL << 20)
+
+static void *shadow_map(size_t size)
+{
+	char *base = mmap(NULL, size + 2 * KASAN_SHADOW_GUARD, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (base == MAP_FAILED)
+		return NULL;
+	if (mprotect(base + KASAN_SHADOW_GUARD, size, PROT_READ | PROT_WRITE)) {
+		munmap(base, size + 2 * KASAN_SHADOW_GUARD);
+		return NULL;
+	}
+	return base + KASAN_SHADOW_GUARD;
+}
+
+static void shadow_unmap(void *shadow, size_t size)
+{
+	munmap((char *)shadow - KASAN_SHADOW_GUARD, size + 2 * KASAN_SHADOW_GUARD);
+}
+
 /* ---- boot ------------------------------------------------------------------------------ */
 static void kasan_page_alloc_hook(struct odb_kernel *k, odb_addr_t addr, size_t size);
 static void kasan_page_free_hook(struct odb_kernel *k, odb_addr_t addr, size_t size);
@@ -125,17 +149,15 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	if (!ks->enabled)
 		return 0;
 	ks->shadow_size = (size_t)(k->ram_bytes >> KASAN_SHADOW_SCALE_SHIFT);
-	ks->shadow = mmap(NULL, ks->shadow_size, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (ks->shadow == MAP_FAILED) {
-		ks->shadow = NULL;
+	ks->shadow = shadow_map(ks->shadow_size);
+	if (!ks->shadow) {
 		snprintf(errbuf, errlen, "kasan: cannot map %zu bytes of shadow", ks->shadow_size);
 		return ODB_ENOMEM;
 	}
 	ks->q.policy = ks->policy_arg;
 	ks->q.fixes = ks->fixes_arg;
 	if (quarantine_init(k)) {
-		munmap(ks->shadow, ks->shadow_size);
+		shadow_unmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;
 		snprintf(errbuf, errlen, "kasan: out of memory for the quarantine");
 		return ODB_ENOMEM;
@@ -153,7 +175,7 @@ void kasan_release_shadow(struct odb_kernel *k)
 	struct kasan_state *ks = kasan_state(k);
 
 	if (ks && ks->shadow) {
-		munmap(ks->shadow, ks->shadow_size);
+		shadow_unmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;
 	}
 }
@@ -167,7 +189,7 @@ void kasan_exit(struct odb_kernel *k)
 	if (ks->booted)
 		quarantine_exit(k);
 	if (ks->shadow)
-		munmap(ks->shadow, ks->shadow_size);
+		shadow_unmap(ks->shadow, ks->shadow_size);
 	pthread_mutex_destroy(&ks->report_lock);
 	k->kasan = NULL;
 	free(ks);

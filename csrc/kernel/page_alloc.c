@@ -13,6 +13,33 @@
 #define IDX(k, p) ((uint32_t)((p) - (k)->pages) + 1)   /* 0 = none */
 #define PAGE_AT(k, i) (&(k)->pages[(i) - 1])
 
+/*
+ * The arena is mapped with a PROT_NONE guard region on each side: a pointer
+ * that escapes the simulated RAM by a little (a corrupted free pointer, an
+ * off-by-a-page copy) faults at once instead of silently writing host memory.
+ * The whole reservation (guards included) is unmapped at exit.
+ */
+#define ODB_ARENA_GUARD (16UL << 20)
+
+static char *arena_map(size_t size)
+{
+	char *base = mmap(NULL, size + 2 * ODB_ARENA_GUARD, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (base == MAP_FAILED)
+		return NULL;
+	if (mprotect(base + ODB_ARENA_GUARD, size, PROT_READ | PROT_WRITE)) {
+		munmap(base, size + 2 * ODB_ARENA_GUARD);
+		return NULL;
+	}
+	return base + ODB_ARENA_GUARD;
+}
+
+static void arena_unmap(char *ram, size_t size)
+{
+	munmap(ram - ODB_ARENA_GUARD, size + 2 * ODB_ARENA_GUARD);
+}
+
 static void buddy_list_add(struct odb_kernel *k, struct page *p, unsigned int order)
 {
 	struct odb_zone *z = &k->zone;
@@ -50,17 +77,14 @@ int odb_mem_init(struct odb_kernel *k)
 	k->nr_pages = k->ram_bytes >> PAGE_SHIFT;
 	if (k->nr_pages >= UINT32_MAX)
 		return -1;
-	k->ram = mmap(NULL, k->ram_bytes, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (k->ram == MAP_FAILED) {
-		k->ram = NULL;
+	k->ram = arena_map(k->ram_bytes);
+	if (!k->ram)
 		return -1;
-	}
 	k->pages = mmap(NULL, k->nr_pages * sizeof(struct page), PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (k->pages == MAP_FAILED) {
 		k->pages = NULL;
-		munmap(k->ram, k->ram_bytes);
+		arena_unmap(k->ram, k->ram_bytes);
 		k->ram = NULL;
 		return -1;
 	}
@@ -87,7 +111,7 @@ void odb_mem_exit(struct odb_kernel *k)
 		spin_lock_destroy(&k->zone.lock);
 	}
 	if (k->ram) {
-		munmap(k->ram, k->ram_bytes);
+		arena_unmap(k->ram, k->ram_bytes);
 		k->ram = NULL;
 	}
 }
