@@ -168,7 +168,8 @@ class KasanMixin:
     def read(self, addr: int, n: int, *, cpu: Optional[int] = None) -> bytes:
         """One KASAN-checked access of n bytes ("Read of size n"): a bad access in
         the kernel's memory is reported and performed; outside it, reported and
-        not performed (zeros)."""
+        not performed: the result holds only the bytes that exist (from addr to the
+        end of RAM; b"" for an address outside it), so a huge n costs no memory."""
         _check_addr(addr)
         _check_n(n)
         with self._cpu(cpu):

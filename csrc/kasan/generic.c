@@ -316,6 +316,31 @@ int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n)
 	LEAVE(ODB_OK);
 }
 
+int odb_kasan_read_avail(odb_kernel *k, odb_addr_t addr, size_t n, void *buf, size_t *got)
+{
+	odb_addr_t lo = ODB_PAGE_OFFSET, hi = ODB_PAGE_OFFSET + k->ram_bytes;
+	size_t avail = (addr >= lo && addr < hi) ? (size_t)(hi - addr) : 0;
+	ENTER(k);
+
+	*got = 0;
+	if (!n)
+		LEAVE(ODB_OK);
+	if (avail > n)
+		avail = n;
+	if (!kasan_enabled(k)) {
+		if (avail < n)
+			LEAVE(outside(k, "read", addr, n));
+		memcpy(buf, virt_to_host(k, addr), n);
+		*got = n;
+		LEAVE(ODB_OK);
+	}
+	kasan_check_range(k, addr, n, false, (unsigned long)__builtin_return_address(0));
+	if (avail)
+		memcpy(buf, virt_to_host(k, addr), avail);
+	*got = avail;
+	LEAVE(ODB_OK);
+}
+
 int odb_kasan_write(odb_kernel *k, odb_addr_t addr, const void *buf, size_t n)
 {
 	ENTER(k);

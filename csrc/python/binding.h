@@ -95,4 +95,23 @@ int odb_py_slab_init(PyObject *module, core_state *st);
 /* The scheduler's wait hooks on a new kernel (python/sched.c). */
 void odb_py_sched_hooks(odb_kernel *k);
 
+/*
+ * A core call may run Python callbacks (a debug-objects fixup on a free, a
+ * cache ctor): one that raised leaves its exception set, and the call that ran
+ * it must then return NULL so that the exception propagates (returning a value
+ * with an exception set is CPython's SystemError).  Every binding function of
+ * this module returns None through this Py_RETURN_NONE, and its address and
+ * object results through odb_py_checked().
+ */
+static inline PyObject *odb_py_checked(PyObject *r)
+{
+	if (r && PyErr_Occurred()) {
+		Py_DECREF(r);
+		return NULL;
+	}
+	return r;
+}
+#undef Py_RETURN_NONE
+#define Py_RETURN_NONE return odb_py_checked(Py_NewRef(Py_None))
+
 #endif

@@ -603,7 +603,7 @@ static PyObject *Kernel_alloc_pages(KernelObject *self, PyObject *args, PyObject
 		Py_RETURN_NONE;   /* allocation failure is a normal outcome */
 	if (ret)
 		return odb_raise(self, ret);
-	return PyLong_FromUnsignedLongLong(addr);
+	return odb_py_checked(PyLong_FromUnsignedLongLong(addr));
 }
 
 static PyObject *Kernel_free_pages(KernelObject *self, PyObject *args, PyObject *kw)

@@ -88,19 +88,28 @@ static PyObject *py_kasan_read(PyObject *m, PyObject *args)
 	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, conv_addr, &addr, conv_size, &n))
 		return NULL;
 	GET_KERNEL(m, kobj, ko);
-	res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-	if (!res)
-		return NULL;
-	if (n > GIL_LIMIT) {
-		Py_BEGIN_ALLOW_THREADS
-		ret = odb_kasan_read(ko->k, addr, PyBytes_AS_STRING(res), n);
-		Py_END_ALLOW_THREADS
-	} else {
-		ret = odb_kasan_read(ko->k, addr, PyBytes_AS_STRING(res), n);
-	}
-	if (ret) {
-		Py_DECREF(res);
-		return odb_raise(ko, ret);
+	{
+		/* only the bytes that exist are allocated and returned (the
+		 * check and its report cover all n) */
+		unsigned long long lo = odb_arena_start(ko->k), hi = odb_arena_end(ko->k);
+		size_t avail = (addr >= lo && addr < hi) ? (size_t)(hi - addr) : 0, got = 0;
+
+		res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(avail < n ? avail : n));
+		if (!res)
+			return NULL;
+		if (n > GIL_LIMIT) {
+			Py_BEGIN_ALLOW_THREADS
+			ret = odb_kasan_read_avail(ko->k, addr, n, PyBytes_AS_STRING(res), &got);
+			Py_END_ALLOW_THREADS
+		} else {
+			ret = odb_kasan_read_avail(ko->k, addr, n, PyBytes_AS_STRING(res), &got);
+		}
+		if (ret) {
+			Py_DECREF(res);
+			return odb_raise(ko, ret);
+		}
+		if ((Py_ssize_t)got != PyBytes_GET_SIZE(res) && _PyBytes_Resize(&res, (Py_ssize_t)got))
+			return NULL;
 	}
 	return res;
 }
@@ -232,6 +241,17 @@ static PyObject *py_kasan_shadow(PyObject *m, PyObject *args)
 	GET_KERNEL(m, kobj, ko);
 	if (n > ((size_t)1 << 40))
 		return PyErr_Format(PyExc_ValueError, "kasan.shadow: size %zu too large", n), NULL;
+	{
+		/* a range outside the arena is refused by the core before any
+		 * copy: no host buffer for it */
+		unsigned long long lo = odb_arena_start(ko->k), hi = odb_arena_end(ko->k);
+		uint8_t none[1];
+
+		if (addr < lo || addr > hi || n > hi - addr) {
+			ret = odb_kasan_shadow(ko->k, addr, n, none, &cnt);
+			return ret ? odb_raise(ko, ret) : PyBytes_FromStringAndSize(NULL, 0);
+		}
+	}
 	buf = PyMem_Malloc(n / 8 + 2);
 	if (!buf)
 		return PyErr_NoMemory();

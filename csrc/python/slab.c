@@ -172,7 +172,7 @@ static PyObject *py_kmalloc(PyObject *m, PyObject *args)
 		Py_RETURN_NONE;
 	if (ret)
 		return odb_raise(ko, ret);
-	return PyLong_FromUnsignedLongLong(a);
+	return odb_py_checked(PyLong_FromUnsignedLongLong(a));
 }
 
 /* (kernel, address) calls that return nothing: kfree, kfree_rcu */
@@ -248,7 +248,7 @@ static PyObject *py_krealloc(PyObject *m, PyObject *args)
 		Py_RETURN_NONE;
 	if (ret)
 		return odb_raise(ko, ret);
-	return PyLong_FromUnsignedLongLong(out);
+	return odb_py_checked(PyLong_FromUnsignedLongLong(out));
 }
 
 static PyObject *py_slabinfo_text(PyObject *m, PyObject *kobj)
@@ -357,7 +357,7 @@ static PyObject *Cache_alloc(CacheObject *c, PyObject *args)
 		Py_RETURN_NONE;
 	if (ret)
 		return odb_raise(c->kernel, ret);
-	return PyLong_FromUnsignedLongLong(a);
+	return odb_py_checked(PyLong_FromUnsignedLongLong(a));
 }
 
 static PyObject *Cache_kmalloc(CacheObject *c, PyObject *args)
@@ -377,7 +377,7 @@ static PyObject *Cache_kmalloc(CacheObject *c, PyObject *args)
 		Py_RETURN_NONE;
 	if (ret)
 		return odb_raise(c->kernel, ret);
-	return PyLong_FromUnsignedLongLong(a);
+	return odb_py_checked(PyLong_FromUnsignedLongLong(a));
 }
 
 static PyObject *Cache_free(CacheObject *c, PyObject *arg)

@@ -250,7 +250,9 @@ int slub_set_order(struct kmem_cache *s)
 		s->objects = MAX_OBJS_PER_PAGE;
 	s->fp_ram = (uintptr_t)s->k->ram;
 	s->fp_mask = ((uintptr_t)PAGE_SIZE << s->order) - 1;
-	s->fp_last = (uintptr_t)(s->objects ? s->objects - 1 : 0) * s->size;
+	/* any slot that fits in the block: an order-fallback slab (fewer
+	 * pages) lies inside such a block and lays its objects out differently */
+	s->fp_last = ((uintptr_t)PAGE_SIZE << s->order) - s->size;
 	s->fp_limit = s->k->ram_bytes >= s->size ? s->k->ram_bytes - s->size : 0;
 	return 0;
 }
@@ -715,11 +717,18 @@ static __attribute__((always_inline)) inline
 void *alloc_single_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
 			       struct slab *sl, unsigned long addr, unsigned int orig_size)
 {
-	void *object = slab_freelist(sl);
+	void *object = slab_freelist(sl), *next;
 	unsigned long c = slab_counters(sl);
 	unsigned int inuse = SLAB_INUSE(c) + 1, objs = SLAB_OBJECTS(c);
 
-	slab_set(sl, get_freepointer_debug(s, object), SLAB_COUNTERS(inuse, objs, 0));
+	if (unlikely(!object)) {
+		remove_partial(n, sl);       /* a cut chain left it empty: never again */
+		return NULL;
+	}
+	next = get_freepointer_debug(s, object);
+	if (unlikely(!next && inuse < objs))
+		inuse = objs;   /* a cut chain: the objects behind the cut count as used */
+	slab_set(sl, next, SLAB_COUNTERS(inuse, objs, 0));
 	if (s->debug_init_only) {
 		init_object(s, object, SLUB_RED_ACTIVE);   /* all alloc_debug_processing does here */
 	} else if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
@@ -750,7 +759,13 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 		return NULL;
 	}
 	object = slab_freelist(sl);
-	slab_set(sl, get_freepointer_debug(s, object), SLAB_COUNTERS(1, SLAB_OBJECTS(sl->counters), 0));
+	{
+		void *next = get_freepointer_debug(s, object);
+		unsigned int objs = SLAB_OBJECTS(sl->counters);
+
+		/* a chain cut at its first link: the rest counts as used */
+		slab_set(sl, next, SLAB_COUNTERS(next ? 1 : objs, objs, 0));
+	}
 	if (!alloc_debug_processing(s, sl, object, addr, orig_size)) {
 		/* not expected on a new slab; it is left off every list (the
 		 * kernel then counts it nowhere: odebug counts it, so that the
@@ -768,8 +783,8 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 		stat_cpu(s, cpu, ALLOC_SLOWPATH);
 	stat_cpu(s, cpu, ALLOC_SLAB);
 	inc_slabs_node(s, SLAB_OBJECTS(sl->counters));
-	if (SLAB_OBJECTS(sl->counters) == 1)
-		add_full(s, n, sl);
+	if (SLAB_INUSE(sl->counters) == SLAB_OBJECTS(sl->counters))
+		add_full(s, n, sl);      /* one object per slab, or a cut chain */
 	else
 		add_partial(n, sl, DEACTIVATE_TO_HEAD_MODE);
 	node_unlock(s, n);
@@ -890,6 +905,7 @@ bool modern_fast_lock(struct kmem_cache *s, struct odb_task **t)
 static __attribute__((always_inline)) inline
 bool alloc_modern_fast(struct kmem_cache *s, void **ret)
 {
+	void *next;
 	struct kmem_cache_node *n = &s->node;
 	struct kmem_cache_cpu *cc;
 	struct odb_task *t;
@@ -908,7 +924,10 @@ bool alloc_modern_fast(struct kmem_cache *s, void **ret)
 	inuse = SLAB_INUSE(c) + 1;
 	if (unlikely(!object || inuse >= SLAB_OBJECTS(c)))
 		goto out;   /* the slab fills: to the full list in the full flow */
-	slab_set(sl, get_freepointer_checked(s, object), SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
+	next = get_freepointer_checked(s, object);
+	if (unlikely(!next))
+		goto out;   /* a cut chain (the link now reads NULL): the full flow */
+	slab_set(sl, next, SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
 	poison_object_16_64(object, s->object_size);   /* init_object(SLUB_RED_ACTIVE) */
 	cc = &s->cpu_slab[t->home_cpu];
 	stat_c(cc, ALLOC_SLOWPATH);

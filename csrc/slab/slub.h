@@ -103,7 +103,7 @@ struct kmem_cache {
 	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
 	uintptr_t fp_ram;                   /* k->ram: freeptr_valid()'s arena offsets */
 	uintptr_t fp_mask;                  /* (PAGE_SIZE << order) - 1 */
-	uintptr_t fp_last;                  /* (objects - 1) * size: last object's offset */
+	uintptr_t fp_last;                  /* (PAGE_SIZE << order) - size: last slot's offset */
 	uintptr_t fp_limit;                 /* ram_bytes - size: no object starts beyond */
 	bool fastpath;                      /* no debug flag, T or KASAN: the inline fast paths run */
 	bool fastfree;                      /* fastpath, and no debug_check_no_obj_freed on free */

@@ -553,7 +553,8 @@ ODB_API int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, 
  * odb_kasan_read/write are one access of n bytes each: inside the arena a bad
  * one is reported and then performed (allocator metadata inside slab slots is
  * restored afterwards); outside the arena it is reported and never performed
- * (a read gives zeros).  memset/memcpy/memmove follow mm/kasan/shadow.c: the
+ * (odb_kasan_read gives zeros; odb_kasan_read_avail, below, copies only the
+ * bytes that exist).  memset/memcpy/memmove follow mm/kasan/shadow.c: the
  * range is checked and the operation is skipped when the check fails.  With
  * kasan=off the accesses are unchecked, and outside the arena ODB_EFAULT.
  * Under kasan.fault=panic (or panic_on_warn without multi-shot) the call
@@ -564,6 +565,13 @@ ODB_API int odb_kasan_check_write(odb_kernel *k, odb_addr_t addr, size_t size);
 /* kasan_check_byte(): *ok false (after a report) if the byte is not accessible */
 ODB_API int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok);
 ODB_API int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n);
+/* odb_kasan_read() of n bytes (checked and reported as one access of n) that
+ * copies only the bytes that exist: buf holds max(0, min(n, arena end - addr))
+ * bytes, *got says how many were copied (0 when addr is outside the arena).
+ * A read far past the end of RAM costs no host memory for bytes that are not
+ * there.  With kasan=off a range leaving the arena is ODB_EFAULT, as above. */
+ODB_API int odb_kasan_read_avail(odb_kernel *k, odb_addr_t addr, size_t n, void *buf,
+				 size_t *got);
 ODB_API int odb_kasan_write(odb_kernel *k, odb_addr_t addr, const void *buf, size_t n);
 ODB_API int odb_kasan_memset(odb_kernel *k, odb_addr_t addr, int c, size_t n);
 ODB_API int odb_kasan_memcpy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n);
