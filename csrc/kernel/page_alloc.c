@@ -21,8 +21,15 @@
  */
 #define ODB_ARENA_GUARD (16UL << 20)
 
-static char *arena_map(size_t size)
+/* The read-write part is RAM rounded up to the largest buddy block: the tail
+ * beyond RAM is never handed out, and a slab-sized block that holds a RAM
+ * address is always mapped (SLUB's free-pointer check then needs one compare,
+ * slub.h freeptr_valid()). */
+#define ODB_ARENA_ROUND(size) ALIGN((size_t)(size), (size_t)PAGE_SIZE << MAX_PAGE_ORDER)
+
+static char *arena_map(size_t ram)
 {
+	size_t size = ODB_ARENA_ROUND(ram);
 	char *base = mmap(NULL, size + 2 * ODB_ARENA_GUARD, PROT_NONE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
@@ -35,9 +42,9 @@ static char *arena_map(size_t size)
 	return base + ODB_ARENA_GUARD;
 }
 
-static void arena_unmap(char *ram, size_t size)
+static void arena_unmap(char *ram, size_t ram_bytes)
 {
-	munmap(ram - ODB_ARENA_GUARD, size + 2 * ODB_ARENA_GUARD);
+	munmap(ram - ODB_ARENA_GUARD, ODB_ARENA_ROUND(ram_bytes) + 2 * ODB_ARENA_GUARD);
 }
 
 static void buddy_list_add(struct odb_kernel *k, struct page *p, unsigned int order)

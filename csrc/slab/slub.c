@@ -253,7 +253,7 @@ int slub_set_order(struct kmem_cache *s)
 	/* any slot that fits in the block: an order-fallback slab (fewer
 	 * pages) lies inside such a block and lays its objects out differently */
 	s->fp_last = ((uintptr_t)PAGE_SIZE << s->order) - s->size;
-	s->fp_limit = s->k->ram_bytes >= s->size ? s->k->ram_bytes - s->size : 0;
+	s->fp_base = (uintptr_t)s->k->ram + s->red_left_pad;
 	return 0;
 }
 
@@ -924,9 +924,9 @@ bool alloc_modern_fast(struct kmem_cache *s, void **ret)
 	inuse = SLAB_INUSE(c) + 1;
 	if (unlikely(!object || inuse >= SLAB_OBJECTS(c)))
 		goto out;   /* the slab fills: to the full list in the full flow */
-	next = get_freepointer_checked(s, object);
-	if (unlikely(!next))
-		goto out;   /* a cut chain (the link now reads NULL): the full flow */
+	next = get_freepointer(s, object);
+	if (unlikely(!next || !freeptr_valid(s, object, next)))
+		goto out;   /* the last object, or a bad link the full flow reports */
 	slab_set(sl, next, SLAB_COUNTERS(inuse, SLAB_OBJECTS(c), 0));
 	poison_object_16_64(object, s->object_size);   /* init_object(SLUB_RED_ACTIVE) */
 	cc = &s->cpu_slab[t->home_cpu];
@@ -1134,7 +1134,7 @@ bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
 	struct odb_kernel *k = s->k;
 	struct kmem_cache_cpu *c;
 	struct odb_irq_fast f;
-	void *object;
+	void *object, *next;
 
 	if (unlikely(!s->fastpath || READ_ONCE(k->failslab.attr.probability)))
 		return false;
@@ -1146,7 +1146,12 @@ bool slab_alloc_fast(struct kmem_cache *s, gfp_t gfp, void **ret)
 		odb_irq_fast_restore(&f);
 		return false;
 	}
-	c->freelist = get_freepointer_checked(s, object);
+	next = get_freepointer(s, object);
+	if (unlikely(!freeptr_valid(s, object, next))) {
+		odb_irq_fast_restore(&f);
+		return false;   /* the slow path reports and cuts the chain */
+	}
+	c->freelist = next;
 	c->tid++;
 	stat_c(c, ALLOC_FASTPATH);
 	odb_irq_fast_restore(&f);

@@ -104,7 +104,7 @@ struct kmem_cache {
 	uintptr_t fp_ram;                   /* k->ram: freeptr_valid()'s arena offsets */
 	uintptr_t fp_mask;                  /* (PAGE_SIZE << order) - 1 */
 	uintptr_t fp_last;                  /* (PAGE_SIZE << order) - size: last slot's offset */
-	uintptr_t fp_limit;                 /* ram_bytes - size: no object starts beyond */
+	uintptr_t fp_base;                  /* k->ram + red_left_pad */
 	bool fastpath;                      /* no debug flag, T or KASAN: the inline fast paths run */
 	bool fastfree;                      /* fastpath, and no debug_check_no_obj_freed on free */
 	bool check_obj_freed;               /* debug_check_no_obj_freed on free (while debug objects are on) */
@@ -195,20 +195,19 @@ static inline void set_freepointer(const struct kmem_cache *s, void *object, voi
 /*
  * The trust boundary (issue 18): a free pointer is read from arena memory,
  * which users overwrite at will, so before the allocator follows one it must
- * be NULL or lie in the slab of the object it was read from, no nearer to the
- * slab's end than a whole object (with its left red zone), and inside RAM.
- * The slab is taken as the cache's preferred-order block holding the object
- * (buddy blocks are aligned to their size): a pointer that passes may still
- * be misaligned or point into a neighbouring smaller slab, which corrupts
- * simulated memory only; nothing outside the arena is ever touched.  Four
- * ALU operations and two compares on the fast paths.
+ * be NULL or a slot that lies whole (left red zone included) in the
+ * preferred-order block holding the object it was read from.  Buddy blocks are
+ * aligned to their size, and the arena's mapping is RAM rounded up to the
+ * largest block (page_alloc.c), so such a slot is always mapped memory: one
+ * subtraction chain and one compare.  A pointer that passes may still be
+ * misaligned or point into a neighbouring smaller slab; that corrupts
+ * simulated memory only, never anything outside the arena.
  */
 static inline bool freeptr_valid(const struct kmem_cache *s, const void *object, const void *fp)
 {
-	uintptr_t o = (uintptr_t)object - s->fp_ram, f = (uintptr_t)fp - s->fp_ram;
+	uintptr_t block = ((uintptr_t)object - s->fp_ram) & ~s->fp_mask;
 
-	return !fp || (!((o ^ f) & ~s->fp_mask) &&
-		       ((f & s->fp_mask) - s->red_left_pad) <= s->fp_last && f <= s->fp_limit);
+	return !fp || (uintptr_t)fp - s->fp_base - block <= s->fp_last;
 }
 void *freelist_corrupted(struct kmem_cache *s, void *object, void *fp);
 /* get_freepointer() for the allocation paths: a corrupt link is reported
