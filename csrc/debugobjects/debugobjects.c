@@ -2237,3 +2237,33 @@ int odb_debug_objects_stack_bounds(odb_kernel *k, odb_addr_t *lo, odb_addr_t *hi
 	*hi = t->stack_hi;
 	return odb_leave(t, ODB_OK);
 }
+
+/*
+ * The slab API's check before a free a user asked for (kfree, kmem_cache_free,
+ * kfree_rcu, krealloc): x, a host pointer into the arena, in an object of
+ * debug_objects_cache, is a tracker of the pool (every object of that cache
+ * is: the pool, a per-CPU list, the to-free list or a bucket holds it, or the
+ * freeing work is about to give it back).  odebug deviation: the kernel would
+ * free it and the pool would then hand out, or hash, a free object; here it is
+ * a report and nothing is freed.  True: refused.
+ */
+bool debug_objects_refuse_free(struct odb_kernel *k, const void *x, const char *fn)
+{
+	struct debug_objects *d = dobj(k);
+	struct slab *sl;
+	char text[200];
+	odb_addr_t a;
+
+	if (!d || !d->obj_cache)
+		return false;
+	sl = virt_to_slab(k, x);
+	if (likely(!sl || sl->slab_cache != d->obj_cache))
+		return false;
+	a = host_to_virt(k, x);
+	snprintf(text, sizeof(text),
+		 "ODEBUG: %s() of tracker %016llx: debug_objects_cache objects belong to the tracker pool; not freed",
+		 fn, (unsigned long long)a);
+	odebug_warn(k, "free of a tracker", a, NULL, text, (const void *)debug_objects_refuse_free,
+		    __LINE__);
+	return true;
+}

@@ -8,6 +8,7 @@
 
 #include "slab/slub.h"
 #include "kasan/kasan.h"
+#include "debugobjects/debugobjects.h"
 
 #define ENTER(k) struct odb_task *t_ = odb_enter(k); if (!t_) return odb_enter_failed(k)
 #define LEAVE(r) return odb_leave(t_, (r))
@@ -170,7 +171,8 @@ int odb_kmem_cache_free(odb_kernel *k, odb_cache *s, odb_addr_t x)
 	p = obj_ptr(k, x, &r);
 	if (!p)
 		LEAVE(r);
-	kmem_cache_free(k, s, p);
+	if (!debug_objects_refuse_free(k, p, "kmem_cache_free"))   /* a tracker: reported */
+		kmem_cache_free(k, s, p);
 	LEAVE(ODB_OK);
 }
 
@@ -213,7 +215,8 @@ int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_ad
 		p = obj_ptr(k, a[i], &r);
 		if (!p)
 			LEAVE(r);
-		kmem_cache_free(k, s, p);
+		if (!debug_objects_refuse_free(k, p, "kmem_cache_free_bulk"))
+			kmem_cache_free(k, s, p);
 	}
 	LEAVE(ODB_OK);
 }
@@ -249,7 +252,8 @@ int odb_kfree(odb_kernel *k, odb_addr_t x)
 	p = obj_ptr(k, x, &r);
 	if (!p)
 		LEAVE(r);
-	kfree(k, p);
+	if (!debug_objects_refuse_free(k, p, "kfree"))   /* a tracker: reported */
+		kfree(k, p);
 	LEAVE(ODB_OK);
 }
 
@@ -280,6 +284,8 @@ int odb_krealloc(odb_kernel *k, odb_addr_t x, size_t new_size, unsigned int gfp,
 		p = obj_ptr(k, x, &r);
 		if (!p)
 			LEAVE(r);
+		if (debug_objects_refuse_free(k, p, "krealloc"))
+			LEAVE(ODB_OK);   /* *out stays 0 */
 	}
 	if (new_size > KMALLOC_MAX_SIZE)
 		LEAVE(odb_err(k, ODB_ENOMEM, "krealloc(%zu): larger than KMALLOC_MAX_SIZE", new_size));
