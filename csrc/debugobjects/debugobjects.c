@@ -524,7 +524,9 @@ void debug_objects_corrupt(struct odb_kernel *k, struct debug_objects *d, uint32
 	char where[40], why[64], text[256], n[32] = "rest";
 
 	list_name(d, tag, where, sizeof(where));
-	if (!obj)
+	if (!ref)
+		snprintf(why, sizeof(why), "list ends short of its count");
+	else if (!obj)
 		snprintf(why, sizeof(why), "not a tracker");
 	else if (obj->list != tag)
 		snprintf(why, sizeof(why), "tracker of another list (tag %u)", obj->list);
@@ -571,23 +573,76 @@ void bucket_corrupt(struct odb_kernel *k, struct debug_objects *d, struct debug_
 	debug_objects_corrupt(k, d, bucket_tag(d, db), ref, obj, lost);
 }
 
-/* The tracker *link names on bucket db, the reached-th of the walk (db->lock
- * held); NULL at the end of the list, or after cutting it at a bad link. */
-static inline struct debug_obj *bucket_next(struct odb_kernel *k, struct debug_objects *d,
-					    struct debug_bucket *db, obj_ref_t *link, int reached)
+/*
+ * Two levels of checks.  A walk only reads the trackers it passes: before a
+ * link is followed it must name 8-byte-aligned memory inside the arena (or a
+ * live static tracker), the tracker there must carry the list's tag, and the
+ * walk must not pass more trackers than the list's count (obj_peek, a few
+ * instructions: the hot loops of lookup_object).  A tracker the core then uses
+ * (returns, changes, unlinks, or whose next it rewrites) gets the full check:
+ * exactly an object of debug_objects_cache, a state below ODEBUG_STATE_MAX, a
+ * registered descriptor id (hashed_ok, obj_owned).  Any failure sends the
+ * bucket to bucket_repair(), which walks it with the full check and cuts it
+ * at the first bad link; the caller then walks it again.
+ */
+static inline struct debug_obj *obj_peek(struct odb_kernel *k, struct debug_objects *d, obj_ref_t ref)
 {
-	obj_ref_t ref = *link;
-	struct debug_obj *obj;
-
-	if (!ref)
-		return NULL;
-	obj = obj_at(k, d, ref);
-	if (likely(obj && obj->list == bucket_tag(d, db) && obj->state < ODEBUG_STATE_MAX &&
-		   obj->descr - 1u < __atomic_load_n(&d->nr_descrs, __ATOMIC_RELAXED) &&
-		   reached < db->count))
-		return obj;
-	bucket_corrupt(k, d, db, link, obj, reached);
+	if (likely(ref - ODB_PAGE_OFFSET <= k->ram_bytes - sizeof(struct debug_obj) && !(ref & 7)))
+		return virt_to_host(k, ref);
+	if (ref && ref <= ODEBUG_POOL_SIZE && d->static_live)
+		return &d->obj_static_pool[ref - 1];
 	return NULL;
+}
+
+/* The full check of a tracker obj_peek gave. */
+static inline bool obj_owned(struct odb_kernel *k, struct debug_objects *d, const struct debug_obj *obj)
+{
+	struct kmem_cache *s = d->obj_cache;
+	struct slab *sl;
+
+	if ((uintptr_t)obj - (uintptr_t)d->obj_static_pool < ODEBUG_POOL_SIZE * sizeof(*obj))
+		return d->static_live;
+	if (unlikely(!s))
+		return false;
+	sl = virt_to_slab(k, obj);
+	return sl && sl->slab_cache == s && check_valid_pointer(s, sl, (void *)obj);
+}
+
+static inline bool hashed_ok(struct odb_kernel *k, struct debug_objects *d,
+			     const struct debug_obj *obj, uint32_t tag)
+{
+	return obj->list == tag && obj->state < ODEBUG_STATE_MAX &&
+	       obj->descr - 1u < __atomic_load_n(&d->nr_descrs, __ATOMIC_RELAXED) &&
+	       obj_owned(k, d, obj);
+}
+
+/* Walk db with the full check; cut it at the first bad link, or note that it
+ * ends short of its count (db->lock held).  True: something was wrong. */
+static __attribute__((noinline, cold))
+bool bucket_repair(struct odb_kernel *k, struct debug_objects *d, struct debug_bucket *db)
+{
+	uint32_t tag = bucket_tag(d, db);
+	obj_ref_t *link = &db->list.first;
+	int reached = 0;
+
+	for (;;) {
+		obj_ref_t ref = *link;
+		struct debug_obj *obj;
+
+		if (!ref) {
+			if (reached == db->count)
+				return false;
+			bucket_corrupt(k, d, db, link, NULL, reached);
+			return true;
+		}
+		obj = obj_at(k, d, ref);
+		if (!obj || !hashed_ok(k, d, obj, tag) || reached >= db->count) {
+			bucket_corrupt(k, d, db, link, obj, reached);
+			return true;
+		}
+		reached++;
+		link = &obj->next;
+	}
 }
 
 /* hlist_add_head: obj, whose reference is ref, first on list h (tag). */
@@ -623,33 +678,64 @@ static inline void hlist_move_list(struct hlist_head *old, struct hlist_head *ne
 	WRITE_ONCE(old->first, 0);
 }
 
-/* Bucket lock held: the tracker of addr, or NULL; *linkp: the link to it.
- * max_chain is updated on a miss only. */
-static struct debug_obj *lookup_object_link(struct odb_kernel *k, struct debug_objects *d,
-					    odb_addr_t addr, struct debug_bucket *b, obj_ref_t **linkp)
+/* Bucket lock held: the tracker of addr, or NULL; with linkp (an unlink to
+ * come), *linkp is the link to it and the tracker holding that link has had
+ * the full check too.  max_chain is updated on a miss only. */
+static inline __attribute__((always_inline))
+struct debug_obj *lookup_object_link(struct odb_kernel *k, struct debug_objects *d,
+				     odb_addr_t addr, struct debug_bucket *b, obj_ref_t **linkp)
 {
-	obj_ref_t *link = &b->list.first;
-	struct debug_obj *obj;
-	int cnt = 0;
+	const uint64_t limit = k->ram_bytes - sizeof(struct debug_obj);
+	char *const ram = k->ram;
+	uint32_t tag = bucket_tag(d, b);
+	int tries = 0;
 
-	while ((obj = bucket_next(k, d, b, link, cnt))) {
-		cnt++;
+again:;
+	obj_ref_t *link = &b->list.first, ref;
+	struct debug_obj *obj, *prev = NULL;
+
+	/* at most count trackers: a cycle ends the walk */
+	for (int left = b->count; left > 0; left--) {
+		/* obj_peek, inline and cheaper: the hot loop.  An unaligned
+		 * reference reads the aligned slot below it (inside the arena);
+		 * the full check of what is used comes later. */
+		uint64_t off;
+
+		ref = *link;
+		if (unlikely(!ref))
+			goto repair;   /* ends short of its count */
+		off = ref - ODB_PAGE_OFFSET;
+		if (likely(off <= limit))
+			obj = (struct debug_obj *)(ram + (off & ~(uint64_t)7));
+		else if (!(obj = obj_peek(k, d, ref)))   /* a static tracker? */
+			goto repair;
+		if (unlikely(obj->list != tag))
+			goto repair;
 		if (obj->object == addr) {
-			*linkp = link;
+			if (unlikely((ref & 7) || !hashed_ok(k, d, obj, tag) ||
+				     (linkp && prev && !obj_owned(k, d, prev))))
+				goto repair;
+			if (linkp)
+				*linkp = link;
 			return obj;
 		}
+		prev = obj;
 		link = &obj->next;
 	}
-	max_once(&d->debug_objects_maxchain, cnt);
+	if (unlikely(*link))
+		goto repair;   /* longer than its count */
+	max_once(&d->debug_objects_maxchain, b->count);
+	return NULL;
+repair:
+	if (bucket_repair(k, d, b) && ++tries < 3)
+		goto again;
 	return NULL;
 }
 
 static inline struct debug_obj *lookup_object(struct odb_kernel *k, struct debug_objects *d,
 					      odb_addr_t addr, struct debug_bucket *b)
 {
-	obj_ref_t *link;
-
-	return lookup_object_link(k, d, addr, b, &link);
+	return lookup_object_link(k, d, addr, b, NULL);
 }
 
 /* ---- the pool --------------------------------------------------------------------------- */
@@ -1649,26 +1735,37 @@ static void __debug_check_no_obj_freed(struct odb_kernel *k, odb_addr_t address,
 	warned.v = warned.small;
 	for (; chunks > 0; chunks--, paddr += ODEBUG_CHUNK_SIZE) {
 		struct debug_bucket *db = get_bucket(d, paddr);
-		struct debug_obj *obj;
-		obj_ref_t *link;
-		int cnt, kept;
+		struct debug_obj *obj, *prev;
+		uint32_t tag = bucket_tag(d, db);
+		obj_ref_t *link, ref;
+		int cnt, kept, repairs = 0;
 
 		warned.n = 0;
 repeat:
 		cnt = kept = 0;
+		prev = NULL;
 		raw_spin_lock_irqsave(k, &db->lock, flags);
-		for (link = &db->list.first; (obj = bucket_next(k, d, db, link, kept)); ) {
-			odb_addr_t oaddr = obj->object;
+		for (link = &db->list.first; (ref = *link); ) {
+			odb_addr_t oaddr;
 
+			obj = obj_peek(k, d, ref);
+			if (unlikely(!obj || obj->list != tag || kept >= db->count))
+				goto repair;
+			oaddr = obj->object;
 			cnt++;
 			if (oaddr < saddr || oaddr >= eaddr) {
+				prev = obj;
 				link = &obj->next;
 				kept++;
 				continue;   /* another chunk's, or starts outside the range */
 			}
+			/* used from here: the full check, of the one holding the link too */
+			if (unlikely(!hashed_ok(k, d, obj, tag) || (prev && !obj_owned(k, d, prev))))
+				goto repair;
 			if (obj->state == ODEBUG_STATE_ACTIVE) {
 				struct debug_obj_copy o;
 
+				prev = obj;
 				link = &obj->next;
 				kept++;
 				if (warned_has(&warned, oaddr))
@@ -1684,9 +1781,18 @@ repeat:
 			bucket_del(db, link, obj);   /* link now names the next one */
 			work |= __free_object(k, d, obj);
 		}
+		if (unlikely(kept != db->count))
+			goto repair;   /* ends short of its count */
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 		max_once(&d->debug_objects_maxchain, cnt);
 		objs_checked += cnt;
+		continue;
+repair:
+		if (bucket_repair(k, d, db) && ++repairs < 3) {
+			raw_spin_unlock_irqrestore(k, &db->lock, flags);
+			goto repeat;
+		}
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 	}
 	max_once(&d->debug_objects_maxchecked, objs_checked);
 	if (warned.v != warned.small)
@@ -2162,7 +2268,6 @@ int odb_debug_objects_internals(odb_kernel *k, struct odb_debug_objects_internal
 {
 	struct odb_task *t = odb_enter(k);
 	struct debug_objects *d;
-	struct debug_obj *obj;
 	unsigned long flags;
 
 	if (!t)
@@ -2181,15 +2286,13 @@ int odb_debug_objects_internals(odb_kernel *k, struct odb_debug_objects_internal
 		out->pcp_free[cpu] = READ_ONCE(d->percpu_obj_pool[cpu].obj_free);
 	for (int i = 0; i < ODEBUG_HASH_SIZE; i++) {
 		struct debug_bucket *db = &d->obj_hash[i];
-		int cnt = 0;
 
 		if (!READ_ONCE(db->list.first))
 			continue;
 		raw_spin_lock_irqsave(k, &db->lock, flags);
-		/* a walk, not db->count: the check of every link on the way */
-		for (obj_ref_t *link = &db->list.first; (obj = bucket_next(k, d, db, link, cnt)); cnt++)
-			link = &obj->next;
-		out->hashed += cnt;
+		/* the full check of every link on the way, then the count */
+		bucket_repair(k, d, db);
+		out->hashed += db->count;
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 	}
 	raw_spin_lock_irqsave(k, &d->pool_lock, flags);
