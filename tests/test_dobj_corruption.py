@@ -339,3 +339,25 @@ def test_to_free_list_corrupt_during_freeing_work():
     ''')
     assert r["texts"] and "to-free list" in r["texts"][0], r
     assert r["dropped"] > 0
+
+
+def test_free_list_link_zeroed_is_reported():
+    """A free list's link rewritten to 0: the list ends short of its count;
+    the pop that finds it empty reports it and the count leaves the books."""
+    r = run_child('''
+        with k.on_cpu(1):
+            xs = [k.kmalloc(64) for _ in range(3)]
+            for x in xs:
+                D.init(x, victim)
+            for x in xs:
+                D.free(x, victim)                    # CPU 1's list: xs[2] -> xs[1] -> xs[0] -> ...
+            n = D.internals()["pcp_free"][1]
+            raw_write(tracker_of(xs[1]) + NEXT, q(0))
+            for i in range(4):
+                D.init(k.kmalloc(32), other)
+        still_works()
+        done(n=n)
+    ''')
+    assert len(r["texts"]) == 1 and "per-CPU pool 1" in r["texts"][0], r
+    assert "list ends short of its count" in r["texts"][0]
+    assert r["dropped"] == r["n"] - 2

@@ -32,6 +32,17 @@
  * the lock first, so a concurrent free cannot make the warning read freed
  * memory (the copy is what later kernels print too).
  *
+ * Deliberate deviations.  Trackers hold no host pointer (issue 18, "never
+ * escape the arena"; see "trackers and their lists" below): links are checked
+ * references, the kernel's pprev is a list tag, the descriptor an id into a
+ * per-kernel table (at most ODEBUG_MAX_DESCRS types; a further one is not
+ * tracked, with an error line).  A corrupt link, tag, state or descriptor id
+ * is a report, "ODEBUG: tracker list corrupt at <addr> (<list>): <why>, <n>
+ * trackers dropped", where the kernel would oops or call through a forged
+ * pointer; the list is cut and the trackers behind the cut are leaked.  A
+ * user's kfree/kmem_cache_free/kfree_rcu/krealloc of a tracker is a report
+ * ("free of a tracker") and frees nothing (debug_objects_refuse_free).
+ *
  * Deliberate deviation: the endless rescan of debug_check_no_obj_freed (an
  * ACTIVE object whose fixup_free does not remove it is found again, forever,
  * in every kernel version) is bounded: within one call, an ACTIVE object is
@@ -851,9 +862,12 @@ static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
 /* Pop the global pool (pool_lock held); a cut pool leaves the books. */
 static inline struct debug_obj *pool_pop(struct odb_kernel *k, struct debug_objects *d)
 {
+	obj_ref_t head = d->obj_pool.first;
 	struct debug_obj *obj = __alloc_object(k, d, &d->obj_pool, ODEBUG_LIST_POOL);
 
 	if (unlikely(!obj && d->obj_pool_free)) {
+		if (!head)   /* empty, not cut: a link was rewritten to 0 */
+			debug_objects_corrupt(k, d, ODEBUG_LIST_POOL, 0, NULL, d->obj_pool_free);
 		pool_lost(k, d, d->obj_pool_free, true);
 		POOL_WRITE(k, d, d->obj_pool_free, 0);
 	}
@@ -864,12 +878,16 @@ static inline struct debug_obj *pool_pop(struct odb_kernel *k, struct debug_obje
 static inline struct debug_obj *pcp_pop(struct odb_kernel *k, struct debug_objects *d,
 					struct debug_percpu_free *pcp, unsigned int cpu)
 {
+	obj_ref_t head = pcp->free_objs.first;
 	struct debug_obj *obj = __alloc_object(k, d, &pcp->free_objs, ODEBUG_LIST_PCP(cpu));
 
-	if (likely(obj))
+	if (likely(obj)) {
 		WRITE_ONCE(pcp->obj_free, pcp->obj_free - 1);
-	else if (unlikely(pcp->obj_free))
+	} else if (unlikely(pcp->obj_free)) {
+		if (!head)   /* empty, not cut: a link was rewritten to 0 */
+			debug_objects_corrupt(k, d, ODEBUG_LIST_PCP(cpu), 0, NULL, pcp->obj_free);
 		pcp_lost(k, d, pcp);
+	}
 	return obj;
 }
 
