@@ -32,6 +32,17 @@
  * the lock first, so a concurrent free cannot make the warning read freed
  * memory (the copy is what later kernels print too).
  *
+ * Deliberate deviations.  Trackers hold no host pointer (issue 18, "never
+ * escape the arena"; see "trackers and their lists" below): links are checked
+ * references, the kernel's pprev is a list tag, the descriptor an id into a
+ * per-kernel table (at most ODEBUG_MAX_DESCRS types; a further one is not
+ * tracked, with an error line).  A corrupt link, tag, state or descriptor id
+ * is a report, "ODEBUG: tracker list corrupt at <addr> (<list>): <why>, <n>
+ * trackers dropped", where the kernel would oops or call through a forged
+ * pointer; the list is cut and the trackers behind the cut are leaked.  A
+ * user's kfree/kmem_cache_free/kfree_rcu/krealloc of a tracker is a report
+ * ("free of a tracker") and frees nothing (debug_objects_refuse_free).
+ *
  * Deliberate deviation: the endless rescan of debug_check_no_obj_freed (an
  * ACTIVE object whose fixup_free does not remove it is found again, forever,
  * in every kernel version) is bounded: within one call, an ACTIVE object is
@@ -45,42 +56,73 @@
 #include "kernel/kernel.h"
 #include "kernel/params.h"
 #include "slab/slab.h"
+#include "slab/slub.h"
 #include "debugobjects/debugobjects.h"
 
-/* ---- hlist (include/linux/list.h semantics) ------------------------------------ */
-struct hlist_node { struct hlist_node *next, **pprev; };
-struct hlist_head { struct hlist_node *first; };
+/* ---- trackers and their lists ---------------------------------------------------- */
+/*
+ * odebug deviation (issue 18, "never escape the arena"): the kernel's struct
+ * debug_obj holds host pointers (hlist next/pprev, the descriptor whose
+ * callbacks get called), but odebug's slab trackers lie in the arena, which
+ * users overwrite at will.  So a tracker holds no host pointer:
+ *
+ *  - a link is a reference (obj_ref_t): 0 for none, 1..ODEBUG_POOL_SIZE for a
+ *    tracker of the static boot pool (host memory, while it is in use), else
+ *    the arena address of a tracker; obj_at() resolves one only if it names
+ *    exactly an object of debug_objects_cache (virt_to_slab, slab_cache,
+ *    check_valid_pointer) or a live static tracker;
+ *  - the kernel's pprev is replaced by the tag of the list the tracker is on
+ *    (a bucket, the global pool, the to-free list, a vCPU's free list; 0 once
+ *    it is taken off).  Deleting from the middle of a bucket uses the link
+ *    that was followed to reach the tracker (lookup_object returns it), so no
+ *    back link is ever read from memory;
+ *  - the descriptor is an id: index + 1 into the kernel's descriptor table
+ *    (host memory, registered on first use, append-only), resolved with a
+ *    bounds check.
+ *
+ * Every link read from a tracker is checked before it is followed: it must
+ * name a tracker whose tag is the list's (a hashed one also a state below
+ * ODEBUG_STATE_MAX and a registered descriptor id, a bucket no more trackers
+ * than its count).  A link that fails is a report ("ODEBUG: tracker list
+ * corrupt ..."; the kernel would follow it and oops): the list is cut at the
+ * last good tracker, the bad one and those behind it are dropped (leaked:
+ * neither used nor freed into the slab) and leave the books (obj_pool_used,
+ * the free-list counters; objs_freed when they were about to be freed), so
+ * the pool's counters keep adding up; the slab then holds obj_dropped
+ * trackers the pool does not.
+ */
+typedef odb_addr_t obj_ref_t;
 
-static inline void hlist_add_head(struct hlist_node *n, struct hlist_head *h)
-{
-	n->next = h->first;
-	if (h->first)
-		h->first->pprev = &n->next;
-	WRITE_ONCE(h->first, n);   /* as the kernel's: a bucket's head is peeked unlocked */
-	n->pprev = &h->first;
-}
+struct hlist_head { obj_ref_t first; };
 
-static inline void hlist_del(struct hlist_node *n)
-{
-	WRITE_ONCE(*n->pprev, n->next);
-	if (n->next)
-		n->next->pprev = n->pprev;
-	n->next = NULL;
-	n->pprev = NULL;
-}
+/* List tags (debug_obj.list): 0 none, then the buckets, then the free lists. */
+#define ODEBUG_LIST_NONE	0u
+#define ODEBUG_LIST_BUCKET(i)	((uint32_t)(i) + 1u)
+#define ODEBUG_LIST_POOL	(ODEBUG_HASH_SIZE + 1u)
+#define ODEBUG_LIST_TOFREE	(ODEBUG_HASH_SIZE + 2u)
+#define ODEBUG_LIST_PCP(cpu)	(ODEBUG_HASH_SIZE + 3u + (uint32_t)(cpu))
 
-/* Move the whole list from old to new (new must be empty). */
-static inline void hlist_move_list(struct hlist_head *old, struct hlist_head *new)
-{
-	WRITE_ONCE(new->first, old->first);
-	if (new->first)
-		new->first->pprev = &new->first;
-	WRITE_ONCE(old->first, NULL);
-}
+/* Descriptor ids: up to ODEBUG_MAX_DESCRS types per kernel. */
+#define ODEBUG_DESCR_HASH_BITS	13
+#define ODEBUG_DESCR_HASH_SIZE	(1u << ODEBUG_DESCR_HASH_BITS)
+#define ODEBUG_MAX_DESCRS	(ODEBUG_DESCR_HASH_SIZE / 2)
 
-/* ---- data ------------------------------------------------------------------------ */
+/* 40 bytes, the kernel's layout (node, state, astate, object, descr). */
 struct debug_obj {
-	struct hlist_node node;
+	obj_ref_t next;         /* hlist next: a reference, checked before it is followed */
+	uint32_t list;          /* in place of pprev: the tag of the list it is on */
+	uint32_t _pad;
+	uint32_t state;         /* debug_obj_state_t */
+	unsigned int astate;
+	odb_addr_t object;
+	uint32_t descr;         /* descriptor id (0: none) */
+	uint32_t _pad2;
+};
+_Static_assert(sizeof(struct debug_obj) == 40, "struct debug_obj is the kernel's 40 bytes");
+
+/* A tracker's fields as the warnings use them (copied under the bucket lock,
+ * the descriptor resolved). */
+struct debug_obj_copy {
 	debug_obj_state_t state;
 	unsigned int astate;
 	odb_addr_t object;
@@ -90,6 +132,7 @@ struct debug_obj {
 struct debug_bucket {
 	struct hlist_head list;
 	raw_spinlock_t lock;
+	int count;              /* trackers on the list: bounds a walk */
 };
 
 /* Per-vCPU free list; protected by that vCPU's "interrupts disabled". */
@@ -105,6 +148,11 @@ struct self_test {
 	unsigned long dummy2[3];
 };
 
+struct debug_descr_slot {
+	const struct debug_obj_descr *key;    /* release-stored after id */
+	uint32_t id;
+};
+
 struct debug_objects {
 	/* configuration (boot parameters); first: the slab's free path reads it inline */
 	struct debug_objects_gate gate;       /* .debug_objects_enabled: READ_ONCE/WRITE_ONCE */
@@ -115,6 +163,7 @@ struct debug_objects {
 
 	struct debug_bucket *obj_hash;        /* [ODEBUG_HASH_SIZE] */
 	struct debug_obj *obj_static_pool;    /* [ODEBUG_POOL_SIZE] */
+	bool static_live;                     /* static trackers in use (until replaced) */
 	bool early_done;
 
 	raw_spinlock_t pool_lock;
@@ -139,10 +188,16 @@ struct debug_objects {
 	int64_t debug_objects_allocated;
 	int64_t debug_objects_freed;
 
+	/* the descriptor table: ids 1..nr_descrs (registration under pool_lock) */
+	uint32_t nr_descrs;                   /* release-stored after descrs[] */
+	const struct debug_obj_descr *descrs[ODEBUG_MAX_DESCRS + 1];
+	struct debug_descr_slot descr_hash[ODEBUG_DESCR_HASH_SIZE];
+
 	const struct debug_obj_descr *descr_test;
 	struct odb_work debug_obj_work;
 	int print_limit;                      /* debug_print_object's "limit" */
 	int stack_limit;                      /* debug_object_is_on_stack's "limit" */
+	int corrupt_limit;                    /* the corruption reports printed */
 
 	/* the selftest's fixture */
 	struct self_test selftest_obj;
@@ -154,6 +209,7 @@ struct debug_objects {
 	int64_t work_runs, trylock_failed;
 	int64_t work_runs_worker;     /* of the runs, those on the real clock's worker thread */
 	int64_t offline_freed;        /* trackers v5.3's CPU offline gave back uncounted */
+	int64_t obj_dropped;          /* trackers behind a corrupt link: off the books, leaked */
 };
 
 static const char *const obj_states[ODEBUG_STATE_MAX] = {
@@ -345,34 +401,405 @@ static struct debug_bucket *get_bucket(struct debug_objects *d, odb_addr_t addr)
 	return &d->obj_hash[hash];
 }
 
-/* Bucket lock held.  max_chain is updated on a miss only. */
-static struct debug_obj *lookup_object(struct debug_objects *d, odb_addr_t addr,
-				       struct debug_bucket *b)
+static inline uint32_t bucket_tag(struct debug_objects *d, struct debug_bucket *b)
 {
-	struct hlist_node *n;
-	int cnt = 0;
+	return ODEBUG_LIST_BUCKET(b - d->obj_hash);
+}
 
-	for (n = b->list.first; n; n = n->next) {
-		struct debug_obj *obj = container_of(n, struct debug_obj, node);
+/* ---- descriptor ids --------------------------------------------------------------------- */
+static inline const struct debug_obj_descr *descr_of(struct debug_objects *d, uint32_t id)
+{
+	if (id - 1u >= __atomic_load_n(&d->nr_descrs, __ATOMIC_ACQUIRE))
+		return NULL;
+	return d->descrs[id];
+}
 
-		cnt++;
-		if (obj->object == addr)
-			return obj;
+static void odebug_warn(struct odb_kernel *k, const char *kind, odb_addr_t object,
+			const char *pre, const char *msg, const void *fn, int line);
+
+/* A hashed tracker's fields (bucket lock held; the walk that found it checked
+ * its state and descriptor id). */
+static inline struct debug_obj_copy obj_copy(struct debug_objects *d, const struct debug_obj *obj)
+{
+	struct debug_obj_copy o = { .state = (debug_obj_state_t)obj->state, .astate = obj->astate,
+				    .object = obj->object, .descr = descr_of(d, obj->descr) };
+
+	return o;
+}
+
+static __attribute__((noinline, cold))
+uint32_t debug_descr_register(struct odb_kernel *k, struct debug_objects *d,
+			      const struct debug_obj_descr *descr, unsigned long h)
+{
+	unsigned long flags;
+	uint32_t id = 0;
+	bool full = false;
+
+	raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+	for (unsigned int i = 0; i < ODEBUG_DESCR_HASH_SIZE; i++, h = (h + 1) & (ODEBUG_DESCR_HASH_SIZE - 1)) {
+		struct debug_descr_slot *s = &d->descr_hash[h];
+
+		if (s->key == descr) {
+			id = s->id;
+			break;
+		}
+		if (s->key)
+			continue;
+		if (d->nr_descrs >= ODEBUG_MAX_DESCRS) {
+			full = true;
+			break;
+		}
+		id = d->nr_descrs + 1;
+		d->descrs[id] = descr;
+		s->id = id;
+		__atomic_store_n(&s->key, descr, __ATOMIC_RELEASE);
+		__atomic_store_n(&d->nr_descrs, id, __ATOMIC_RELEASE);
+		break;
 	}
-	max_once(&d->debug_objects_maxchain, cnt);
+	raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+	if (full)
+		pr_err(k, "ODEBUG: more than %d object types: %s not tracked", ODEBUG_MAX_DESCRS,
+		       descr->name);
+	return id;
+}
+
+/* The descriptor's id in this kernel (registered on first use); 0 when the
+ * table is full (the object is then not tracked). */
+static inline uint32_t descr_id(struct odb_kernel *k, struct debug_objects *d,
+				const struct debug_obj_descr *descr)
+{
+	unsigned long h = hash_long((uintptr_t)descr, ODEBUG_DESCR_HASH_BITS);
+	const struct debug_descr_slot *s = &d->descr_hash[h];
+
+	if (likely(__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == descr))
+		return s->id;
+	for (unsigned int i = 1; i < ODEBUG_DESCR_HASH_SIZE && s->key; i++) {
+		s = &d->descr_hash[(h + i) & (ODEBUG_DESCR_HASH_SIZE - 1)];
+		if (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == descr)
+			return s->id;
+	}
+	return debug_descr_register(k, d, descr, h);
+}
+
+/* ---- references ----------------------------------------------------------------------------- */
+/* The tracker ref names, or NULL if it names none: a static boot tracker while
+ * they are in use, else exactly an object of debug_objects_cache. */
+static inline struct debug_obj *obj_at(struct odb_kernel *k, struct debug_objects *d, obj_ref_t ref)
+{
+	struct kmem_cache *s = d->obj_cache;
+	struct slab *sl;
+	void *p;
+
+	if (ref <= ODEBUG_POOL_SIZE)
+		return ref && d->static_live ? &d->obj_static_pool[ref - 1] : NULL;
+	if (unlikely(!s) || ref - ODB_PAGE_OFFSET > k->ram_bytes - sizeof(struct debug_obj))
+		return NULL;
+	p = virt_to_host(k, ref);
+	sl = virt_to_slab(k, p);
+	if (unlikely(!sl || sl->slab_cache != s || !check_valid_pointer(s, sl, p)))
+		return NULL;
+	return p;
+}
+
+static inline obj_ref_t obj_ref(struct odb_kernel *k, struct debug_objects *d,
+				const struct debug_obj *obj)
+{
+	uintptr_t off = (uintptr_t)obj - (uintptr_t)d->obj_static_pool;
+
+	if (off < ODEBUG_POOL_SIZE * sizeof(*obj))
+		return off / sizeof(*obj) + 1;
+	return host_to_virt(k, obj);
+}
+
+static void list_name(struct debug_objects *d, uint32_t tag, char *buf, size_t len)
+{
+	if (tag >= ODEBUG_LIST_BUCKET(0) && tag <= ODEBUG_LIST_BUCKET(ODEBUG_HASH_SIZE - 1))
+		snprintf(buf, len, "bucket %u", tag - ODEBUG_LIST_BUCKET(0));
+	else if (tag == ODEBUG_LIST_POOL)
+		snprintf(buf, len, "pool");
+	else if (tag == ODEBUG_LIST_TOFREE)
+		snprintf(buf, len, "to-free list");
+	else
+		snprintf(buf, len, "per-CPU pool %u", tag - ODEBUG_LIST_PCP(0));
+}
+
+/*
+ * Report a corrupt link (odebug's; the kernel would follow it): ref, found on
+ * list tag, names no tracker of that list.  The first is a WARN, the others
+ * quiet reports.  lost < 0: not known here (the caller's books say).
+ */
+static __attribute__((noinline, cold))
+void debug_objects_corrupt(struct odb_kernel *k, struct debug_objects *d, uint32_t tag,
+			   obj_ref_t ref, const struct debug_obj *obj, int lost)
+{
+	char where[40], why[64], text[256], n[32] = "rest";
+
+	list_name(d, tag, where, sizeof(where));
+	if (!ref)
+		snprintf(why, sizeof(why), "list ends short of its count");
+	else if (!obj)
+		snprintf(why, sizeof(why), "not a tracker");
+	else if (obj->list != tag)
+		snprintf(why, sizeof(why), "tracker of another list (tag %u)", obj->list);
+	else if (obj->state >= ODEBUG_STATE_MAX)
+		snprintf(why, sizeof(why), "bad state %u", obj->state);
+	else if (!descr_of(d, obj->descr))
+		snprintf(why, sizeof(why), "bad descriptor id %u", obj->descr);
+	else
+		snprintf(why, sizeof(why), "chain longer than its count");
+	if (lost >= 0)
+		snprintf(n, sizeof(n), "%d trackers", lost);
+	snprintf(text, sizeof(text), "ODEBUG: tracker list corrupt at %016llx (%s): %s, %s dropped",
+		 (unsigned long long)ref, where, why, n);
+	if (__atomic_fetch_add(&d->corrupt_limit, 1, __ATOMIC_RELAXED) < 1) {
+		odebug_warn(k, "tracker list corrupt", ref, NULL, text,
+			    (const void *)debug_objects_corrupt, __LINE__);
+	} else {
+		struct odb_report_impl *r = report_new(k, "odebug", "tracker list corrupt");
+
+		if (r) {
+			r->quiet = true;
+			r->pub.addr = ref;
+			report_line(r, "%s", text);
+			report_publish(k, r);
+		}
+	}
+}
+
+/* A bucket's link *link fails its check (db->lock held): cut the list there;
+ * the trackers behind it leave the books. */
+static __attribute__((noinline, cold))
+void bucket_corrupt(struct odb_kernel *k, struct debug_objects *d, struct debug_bucket *db,
+		    obj_ref_t *link, const struct debug_obj *obj, int reached)
+{
+	obj_ref_t ref = *link;
+	int lost = db->count - reached;
+
+	WRITE_ONCE(*link, 0);
+	db->count = reached;
+	raw_spin_lock(k, &d->pool_lock);
+	d->obj_pool_used -= lost;
+	d->obj_dropped += lost;
+	raw_spin_unlock(k, &d->pool_lock);
+	debug_objects_corrupt(k, d, bucket_tag(d, db), ref, obj, lost);
+}
+
+/*
+ * Two levels of checks.  A walk only reads the trackers it passes: before a
+ * link is followed it must name 8-byte-aligned memory inside the arena (or a
+ * live static tracker), the tracker there must carry the list's tag, and the
+ * walk must not pass more trackers than the list's count (obj_peek, a few
+ * instructions: the hot loops of lookup_object).  A tracker the core then uses
+ * (returns, changes, unlinks, or whose next it rewrites) gets the full check:
+ * exactly an object of debug_objects_cache, a state below ODEBUG_STATE_MAX, a
+ * registered descriptor id (hashed_ok, obj_owned).  Any failure sends the
+ * bucket to bucket_repair(), which walks it with the full check and cuts it
+ * at the first bad link; the caller then walks it again.
+ */
+static inline struct debug_obj *obj_peek(struct odb_kernel *k, struct debug_objects *d, obj_ref_t ref)
+{
+	if (likely(ref - ODB_PAGE_OFFSET <= k->ram_bytes - sizeof(struct debug_obj) && !(ref & 7)))
+		return virt_to_host(k, ref);
+	if (ref && ref <= ODEBUG_POOL_SIZE && d->static_live)
+		return &d->obj_static_pool[ref - 1];
 	return NULL;
 }
 
-/* ---- the pool --------------------------------------------------------------------------- */
-/* Pop the head of a free list. */
-static struct debug_obj *__alloc_object(struct hlist_head *list)
+/* The full check of a tracker obj_peek gave. */
+static inline bool obj_owned(struct odb_kernel *k, struct debug_objects *d, const struct debug_obj *obj)
 {
-	struct hlist_node *n = list->first;
+	struct kmem_cache *s = d->obj_cache;
+	struct slab *sl;
 
-	if (!n)
+	if ((uintptr_t)obj - (uintptr_t)d->obj_static_pool < ODEBUG_POOL_SIZE * sizeof(*obj))
+		return d->static_live;
+	if (unlikely(!s))
+		return false;
+	sl = virt_to_slab(k, obj);
+	return sl && sl->slab_cache == s && check_valid_pointer(s, sl, (void *)obj);
+}
+
+static inline bool hashed_ok(struct odb_kernel *k, struct debug_objects *d,
+			     const struct debug_obj *obj, uint32_t tag)
+{
+	return obj->list == tag && obj->state < ODEBUG_STATE_MAX &&
+	       obj->descr - 1u < __atomic_load_n(&d->nr_descrs, __ATOMIC_RELAXED) &&
+	       obj_owned(k, d, obj);
+}
+
+/* Walk db with the full check; cut it at the first bad link, or note that it
+ * ends short of its count (db->lock held).  True: something was wrong. */
+static __attribute__((noinline, cold))
+bool bucket_repair(struct odb_kernel *k, struct debug_objects *d, struct debug_bucket *db)
+{
+	uint32_t tag = bucket_tag(d, db);
+	obj_ref_t *link = &db->list.first;
+	int reached = 0;
+
+	for (;;) {
+		obj_ref_t ref = *link;
+		struct debug_obj *obj;
+
+		if (!ref) {
+			if (reached == db->count)
+				return false;
+			bucket_corrupt(k, d, db, link, NULL, reached);
+			return true;
+		}
+		obj = obj_at(k, d, ref);
+		if (!obj || !hashed_ok(k, d, obj, tag) || reached >= db->count) {
+			bucket_corrupt(k, d, db, link, obj, reached);
+			return true;
+		}
+		reached++;
+		link = &obj->next;
+	}
+}
+
+/* hlist_add_head: obj, whose reference is ref, first on list h (tag). */
+static inline void hlist_add_head(struct debug_obj *obj, obj_ref_t ref, struct hlist_head *h,
+				  uint32_t tag)
+{
+	obj->next = h->first;
+	obj->list = tag;
+	WRITE_ONCE(h->first, ref);   /* as the kernel's: a bucket's head is peeked unlocked */
+}
+
+static inline void bucket_add(struct odb_kernel *k, struct debug_objects *d, struct debug_obj *obj,
+			      struct debug_bucket *db)
+{
+	hlist_add_head(obj, obj_ref(k, d, obj), &db->list, bucket_tag(d, db));
+	db->count++;
+}
+
+/* hlist_del of the tracker *link names (checked by the walk that found it). */
+static inline void bucket_del(struct debug_bucket *db, obj_ref_t *link, struct debug_obj *obj)
+{
+	WRITE_ONCE(*link, obj->next);   /* checked when followed */
+	obj->next = 0;
+	obj->list = ODEBUG_LIST_NONE;
+	db->count--;
+}
+
+/* Move the whole list from old to new (new must be empty); the trackers keep
+ * their tag. */
+static inline void hlist_move_list(struct hlist_head *old, struct hlist_head *new)
+{
+	WRITE_ONCE(new->first, old->first);
+	WRITE_ONCE(old->first, 0);
+}
+
+/* Bucket lock held: the tracker of addr, or NULL; with linkp (an unlink to
+ * come), *linkp is the link to it and the tracker holding that link has had
+ * the full check too.  max_chain is updated on a miss only. */
+static inline __attribute__((always_inline))
+struct debug_obj *lookup_object_link(struct odb_kernel *k, struct debug_objects *d,
+				     odb_addr_t addr, struct debug_bucket *b, obj_ref_t **linkp)
+{
+	const uint64_t limit = k->ram_bytes - sizeof(struct debug_obj);
+	char *const ram = k->ram;
+	uint32_t tag = bucket_tag(d, b);
+	int tries = 0;
+
+again:;
+	obj_ref_t *link = &b->list.first, ref;
+	struct debug_obj *obj, *prev = NULL;
+
+	/* at most count trackers: a cycle ends the walk */
+	for (int left = b->count; left > 0; left--) {
+		/* obj_peek, inline and cheaper: the hot loop.  An unaligned
+		 * reference reads the aligned slot below it (inside the arena);
+		 * the full check of what is used comes later. */
+		uint64_t off;
+
+		ref = *link;
+		if (unlikely(!ref))
+			goto repair;   /* ends short of its count */
+		off = ref - ODB_PAGE_OFFSET;
+		if (likely(off <= limit))
+			obj = (struct debug_obj *)(ram + (off & ~(uint64_t)7));
+		else if (!(obj = obj_peek(k, d, ref)))   /* a static tracker? */
+			goto repair;
+		if (unlikely(obj->list != tag))
+			goto repair;
+		if (obj->object == addr) {
+			if (unlikely((ref & 7) || !hashed_ok(k, d, obj, tag) ||
+				     (linkp && prev && !obj_owned(k, d, prev))))
+				goto repair;
+			if (linkp)
+				*linkp = link;
+			return obj;
+		}
+		prev = obj;
+		link = &obj->next;
+	}
+	if (unlikely(*link))
+		goto repair;   /* longer than its count */
+	max_once(&d->debug_objects_maxchain, b->count);
+	return NULL;
+repair:
+	if (bucket_repair(k, d, b) && ++tries < 3)
+		goto again;
+	return NULL;
+}
+
+static inline struct debug_obj *lookup_object(struct odb_kernel *k, struct debug_objects *d,
+					      odb_addr_t addr, struct debug_bucket *b)
+{
+	return lookup_object_link(k, d, addr, b, NULL);
+}
+
+/* ---- the pool --------------------------------------------------------------------------- */
+/* Pop the head of free list h (tag); NULL when it is empty, or when its head
+ * link names no tracker of the list (then the list is cut and reported: the
+ * caller takes what its counter still says off the books, pool_lost). */
+static inline struct debug_obj *__alloc_object(struct odb_kernel *k, struct debug_objects *d,
+					       struct hlist_head *list, uint32_t tag)
+{
+	obj_ref_t ref = list->first;
+	struct debug_obj *obj;
+
+	if (!ref)
 		return NULL;
-	hlist_del(n);
-	return container_of(n, struct debug_obj, node);
+	obj = obj_at(k, d, ref);
+	if (unlikely(!obj || obj->list != tag)) {
+		WRITE_ONCE(list->first, 0);
+		debug_objects_corrupt(k, d, tag, ref, obj, -1);
+		return NULL;
+	}
+	WRITE_ONCE(list->first, obj->next);   /* checked when popped */
+	obj->next = 0;
+	obj->list = ODEBUG_LIST_NONE;   /* met again through a bad link: not this list's */
+	return obj;
+}
+
+/* n trackers a free list's books still count were behind a corrupt link. */
+static __attribute__((noinline, cold))
+void pool_lost(struct odb_kernel *k, struct debug_objects *d, int n, bool locked)
+{
+	unsigned long flags = 0;
+
+	if (n <= 0)
+		return;
+	if (!locked)
+		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+	d->obj_dropped += n;
+	if (!locked)
+		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+}
+
+/* A vCPU's free list came up short: its count goes, and those trackers with
+ * it from obj_pool_used (which counts the per-CPU trackers). */
+static __attribute__((noinline, cold))
+void pcp_lost(struct odb_kernel *k, struct debug_objects *d, struct debug_percpu_free *pcp)
+{
+	int n = pcp->obj_free;
+
+	WRITE_ONCE(pcp->obj_free, 0);
+	raw_spin_lock(k, &d->pool_lock);
+	d->obj_pool_used -= n;
+	d->obj_dropped += n;
+	raw_spin_unlock(k, &d->pool_lock);
 }
 
 static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
@@ -390,10 +817,15 @@ static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
 	       POOL_READ(k, d, d->obj_pool_free) < POOL_READ(k, d, d->obj_pool_min_free)) {
 		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
 		while (d->obj_nr_tofree && d->obj_pool_free < d->obj_pool_min_free) {
-			struct debug_obj *obj = __alloc_object(&d->obj_to_free);
+			struct debug_obj *obj = __alloc_object(k, d, &d->obj_to_free, ODEBUG_LIST_TOFREE);
 
+			if (unlikely(!obj)) {
+				pool_lost(k, d, d->obj_nr_tofree, true);
+				POOL_WRITE(k, d, d->obj_nr_tofree, 0);
+				break;
+			}
 			POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree - 1);
-			hlist_add_head(&obj->node, &d->obj_pool);
+			hlist_add_head(obj, obj_ref(k, d, obj), &d->obj_pool, ODEBUG_LIST_POOL);
 			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1);
 		}
 		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
@@ -417,12 +849,46 @@ static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
 			return;
 		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
 		while (cnt) {
-			hlist_add_head(&batch[--cnt]->node, &d->obj_pool);
+			struct debug_obj *obj = batch[--cnt];
+
+			hlist_add_head(obj, host_to_virt(k, obj), &d->obj_pool, ODEBUG_LIST_POOL);
 			d->debug_objects_allocated++;
 			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1);
 		}
 		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
 	}
+}
+
+/* Pop the global pool (pool_lock held); a cut pool leaves the books. */
+static inline struct debug_obj *pool_pop(struct odb_kernel *k, struct debug_objects *d)
+{
+	obj_ref_t head = d->obj_pool.first;
+	struct debug_obj *obj = __alloc_object(k, d, &d->obj_pool, ODEBUG_LIST_POOL);
+
+	if (unlikely(!obj && d->obj_pool_free)) {
+		if (!head)   /* empty, not cut: a link was rewritten to 0 */
+			debug_objects_corrupt(k, d, ODEBUG_LIST_POOL, 0, NULL, d->obj_pool_free);
+		pool_lost(k, d, d->obj_pool_free, true);
+		POOL_WRITE(k, d, d->obj_pool_free, 0);
+	}
+	return obj;
+}
+
+/* Pop this vCPU's free list (interrupts off); a cut list leaves the books. */
+static inline struct debug_obj *pcp_pop(struct odb_kernel *k, struct debug_objects *d,
+					struct debug_percpu_free *pcp, unsigned int cpu)
+{
+	obj_ref_t head = pcp->free_objs.first;
+	struct debug_obj *obj = __alloc_object(k, d, &pcp->free_objs, ODEBUG_LIST_PCP(cpu));
+
+	if (likely(obj)) {
+		WRITE_ONCE(pcp->obj_free, pcp->obj_free - 1);
+	} else if (unlikely(pcp->obj_free)) {
+		if (!head)   /* empty, not cut: a link was rewritten to 0 */
+			debug_objects_corrupt(k, d, ODEBUG_LIST_PCP(cpu), 0, NULL, pcp->obj_free);
+		pcp_lost(k, d, pcp);
+	}
+	return obj;
 }
 
 /*
@@ -431,22 +897,19 @@ static void fill_pool(struct odb_kernel *k, struct debug_objects *d)
  * list and the global pool are both empty.
  */
 static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects *d,
-				      odb_addr_t addr, struct debug_bucket *b,
-				      const struct debug_obj_descr *descr)
+				      odb_addr_t addr, struct debug_bucket *b, uint32_t descr)
 {
 	struct debug_obj *obj = NULL;
 
 	if (likely(d->obj_cache)) {
-		struct debug_percpu_free *pcp = &d->percpu_obj_pool[smp_processor_id(k)];
+		unsigned int cpu = smp_processor_id(k);
 
-		obj = __alloc_object(&pcp->free_objs);
-		if (obj)
-			WRITE_ONCE(pcp->obj_free, pcp->obj_free - 1);
+		obj = pcp_pop(k, d, &d->percpu_obj_pool[cpu], cpu);
 	}
 
 	if (!obj) {
 		raw_spin_lock(k, &d->pool_lock);
-		obj = __alloc_object(&d->obj_pool);
+		obj = pool_pop(k, d);
 		if (obj) {
 			d->obj_pool_used++;
 			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free - 1);
@@ -454,15 +917,16 @@ static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects
 			/* Lookahead: move up to a batch more to this vCPU's list,
 			 * so the next allocations need no pool_lock. */
 			if (likely(d->obj_cache)) {
-				struct debug_percpu_free *pcp =
-					&d->percpu_obj_pool[smp_processor_id(k)];
+				unsigned int cpu = smp_processor_id(k);
+				struct debug_percpu_free *pcp = &d->percpu_obj_pool[cpu];
 
 				for (int i = 0; i < ODEBUG_BATCH_SIZE; i++) {
-					struct debug_obj *extra = __alloc_object(&d->obj_pool);
+					struct debug_obj *extra = pool_pop(k, d);
 
 					if (!extra)
 						break;
-					hlist_add_head(&extra->node, &pcp->free_objs);
+					hlist_add_head(extra, host_to_virt(k, extra), &pcp->free_objs,
+						       ODEBUG_LIST_PCP(cpu));
 					WRITE_ONCE(pcp->obj_free, pcp->obj_free + 1);
 					d->obj_pool_used++;
 					POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free - 1);
@@ -481,7 +945,7 @@ static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects
 		obj->descr = descr;
 		obj->state = ODEBUG_STATE_NONE;
 		obj->astate = 0;
-		hlist_add_head(&obj->node, &b->list);
+		bucket_add(k, d, obj, b);
 	}
 	return obj;
 }
@@ -495,10 +959,11 @@ static struct debug_obj *alloc_object(struct odb_kernel *k, struct debug_objects
 static void free_obj_work(struct odb_kernel *k, void *arg)
 {
 	struct debug_objects *d = arg;
-	struct hlist_head tofree = { NULL };
+	struct hlist_head tofree = { 0 };
 	unsigned long flags;
 	bool lazy = d->policy == ODEBUG_FREE_LAZY;
 	bool refill_only = false;
+	int nfree = 0;
 
 	if (lazy)
 		WRITE_ONCE_RACY(k, d->obj_freeing, false, true);   /* WRITE_ONCE already in v5.3 */
@@ -518,26 +983,45 @@ static void free_obj_work(struct odb_kernel *k, void *arg)
 		refill_only = true;   /* a workload may be gearing up: free nothing now */
 	if (refill_only || !lazy) {
 		while (d->obj_nr_tofree && d->obj_pool_free < d->debug_objects_pool_size) {
-			struct debug_obj *obj = __alloc_object(&d->obj_to_free);
+			struct debug_obj *obj = __alloc_object(k, d, &d->obj_to_free, ODEBUG_LIST_TOFREE);
 
-			hlist_add_head(&obj->node, &d->obj_pool);
+			if (unlikely(!obj)) {
+				pool_lost(k, d, d->obj_nr_tofree, true);
+				POOL_WRITE(k, d, d->obj_nr_tofree, 0);
+				break;
+			}
+			hlist_add_head(obj, obj_ref(k, d, obj), &d->obj_pool, ODEBUG_LIST_POOL);
 			POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1);
 			POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree - 1);
 		}
 	}
 	if (!refill_only && d->obj_nr_tofree) {
 		hlist_move_list(&d->obj_to_free, &tofree);
+		nfree = d->obj_nr_tofree;
 		d->debug_objects_freed += d->obj_nr_tofree;
 		POOL_WRITE(k, d, d->obj_nr_tofree, 0);
 	}
 	raw_spin_unlock(k, &d->pool_lock);
 	local_irq_restore(k, flags);
 
-	/* Back to the slab outside the lock. */
-	while (tofree.first) {
-		struct debug_obj *obj = __alloc_object(&tofree);
+	/* Back to the slab outside the lock (as many as were moved: a bad link
+	 * cannot make this loop longer). */
+	while (nfree) {
+		struct debug_obj *obj = __alloc_object(k, d, &tofree, ODEBUG_LIST_TOFREE);
 
+		if (unlikely(!obj))
+			break;
 		kmem_cache_free(k, d->obj_cache, obj);
+		nfree--;
+	}
+	if (unlikely(nfree || tofree.first)) {
+		if (tofree.first)   /* longer than counted */
+			debug_objects_corrupt(k, d, ODEBUG_LIST_TOFREE, tofree.first,
+					      obj_at(k, d, tofree.first), -1);
+		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+		d->debug_objects_freed -= nfree;
+		d->obj_dropped += nfree;
+		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
 	}
 	return;
 busy:
@@ -558,25 +1042,26 @@ static bool __free_object(struct odb_kernel *k, struct debug_objects *d, struct 
 	unsigned long flags;
 	bool lazy = d->policy == ODEBUG_FREE_LAZY;
 	bool work;
+	obj_ref_t ref = obj_ref(k, d, obj);
 
 	local_irq_save(k, flags);
 	if (likely(d->obj_cache)) {
-		struct debug_percpu_free *pcp = &d->percpu_obj_pool[smp_processor_id(k)];
+		unsigned int cpu = smp_processor_id(k);
+		struct debug_percpu_free *pcp = &d->percpu_obj_pool[cpu];
 
 		if (pcp->obj_free < ODEBUG_POOL_PERCPU_SIZE) {
-			hlist_add_head(&obj->node, &pcp->free_objs);
+			hlist_add_head(obj, ref, &pcp->free_objs, ODEBUG_LIST_PCP(cpu));
 			WRITE_ONCE(pcp->obj_free, pcp->obj_free + 1);
 			local_irq_restore(k, flags);
 			return false;
 		}
 		/* The per-CPU list is full: take a batch off it as well. */
 		while (lookahead_count < ODEBUG_BATCH_SIZE) {
-			struct debug_obj *o = __alloc_object(&pcp->free_objs);
+			struct debug_obj *o = pcp_pop(k, d, pcp, cpu);
 
 			if (!o)
 				break;
 			objs[lookahead_count++] = o;
-			WRITE_ONCE(pcp->obj_free, pcp->obj_free - 1);
 		}
 	}
 
@@ -588,29 +1073,30 @@ static bool __free_object(struct odb_kernel *k, struct debug_objects *d, struct 
 	d->obj_pool_used -= lookahead_count;
 
 	if (work) {
-		hlist_add_head(&obj->node, &d->obj_to_free);
+		hlist_add_head(obj, ref, &d->obj_to_free, ODEBUG_LIST_TOFREE);
 		/* pushed so that the first one taken off the per-CPU list ends at the head */
 		for (int i = lookahead_count - 1; i >= 0; i--)
-			hlist_add_head(&objs[i]->node, &d->obj_to_free);
+			hlist_add_head(objs[i], host_to_virt(k, objs[i]), &d->obj_to_free,
+				       ODEBUG_LIST_TOFREE);
 		POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree + 1 + lookahead_count);
 
 		/* lazy: trim an over-full global pool by one more batch */
 		if (lazy && d->obj_pool_free > d->debug_objects_pool_size &&
 		    d->obj_nr_tofree < ODEBUG_FREE_WORK_MAX) {
 			for (int i = 0; i < ODEBUG_BATCH_SIZE; i++) {
-				struct debug_obj *o = __alloc_object(&d->obj_pool);
+				struct debug_obj *o = pool_pop(k, d);
 
 				if (!o)
-					break;   /* cannot happen: pool_free > pool_size */
-				hlist_add_head(&o->node, &d->obj_to_free);
+					break;   /* only after a corrupt link: pool_free > pool_size */
+				hlist_add_head(o, obj_ref(k, d, o), &d->obj_to_free, ODEBUG_LIST_TOFREE);
 				POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free - 1);
 				POOL_WRITE(k, d, d->obj_nr_tofree, d->obj_nr_tofree + 1);
 			}
 		}
 	} else {
-		hlist_add_head(&obj->node, &d->obj_pool);
+		hlist_add_head(obj, ref, &d->obj_pool, ODEBUG_LIST_POOL);
 		for (int i = lookahead_count - 1; i >= 0; i--)
-			hlist_add_head(&objs[i]->node, &d->obj_pool);
+			hlist_add_head(objs[i], host_to_virt(k, objs[i]), &d->obj_pool, ODEBUG_LIST_POOL);
 		POOL_WRITE(k, d, d->obj_pool_free, d->obj_pool_free + 1 + lookahead_count);
 	}
 	raw_spin_unlock(k, &d->pool_lock);
@@ -646,13 +1132,13 @@ void debug_objects_cpu_offline(struct odb_kernel *k, unsigned int cpu)
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_percpu_free *pcp;
-	struct hlist_head list = { NULL };
+	struct hlist_head list = { 0 };
 	struct odb_cpu_visit v;
 
 	if (!d || !d->obj_cache || !d->percpu_obj_pool || !d->early_done)
 		return;
 	pcp = &d->percpu_obj_pool[cpu];
-	int n;
+	int n, left;
 	unsigned long flags;
 
 	odb_cpu_lock(k, cpu, &v);
@@ -669,8 +1155,25 @@ void debug_objects_cpu_offline(struct odb_kernel *k, unsigned int cpu)
 		d->offline_freed += n;
 	}
 	raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
-	while (list.first)
-		kmem_cache_free(k, d->obj_cache, __alloc_object(&list));
+	for (left = n; left; left--) {
+		struct debug_obj *obj = __alloc_object(k, d, &list, ODEBUG_LIST_PCP(cpu));
+
+		if (unlikely(!obj))
+			break;
+		kmem_cache_free(k, d->obj_cache, obj);
+	}
+	if (unlikely(left)) {
+		/* behind a corrupt link: not freed after all, and out of the pool */
+		raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+		if (d->fixes >= ODEBUG_FIXES_V64) {
+			d->debug_objects_freed -= left;
+		} else {
+			d->offline_freed -= left;
+			d->obj_pool_used -= left;
+		}
+		d->obj_dropped += left;
+		raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+	}
 }
 
 /* Out of trackers: switch off and give every tracker back to the pools. */
@@ -681,16 +1184,30 @@ static void debug_objects_oom(struct odb_kernel *k, struct debug_objects *d)
 	pr_warn(k, "ODEBUG: Out of memory. ODEBUG disabled");
 	for (int i = 0; i < ODEBUG_HASH_SIZE; i++) {
 		struct debug_bucket *db = &d->obj_hash[i];
-		struct hlist_head freelist = { NULL };
+		struct hlist_head freelist = { 0 };
+		int n;
 
 		if (!READ_ONCE(db->list.first))
 			continue;
 		raw_spin_lock_irqsave(k, &db->lock, flags);
 		hlist_move_list(&db->list, &freelist);
+		n = db->count;
+		db->count = 0;
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 
-		while (freelist.first)
-			free_object(k, d, __alloc_object(&freelist));
+		for (; n; n--) {
+			struct debug_obj *obj = __alloc_object(k, d, &freelist, ODEBUG_LIST_BUCKET(i));
+
+			if (unlikely(!obj))
+				break;
+			free_object(k, d, obj);
+		}
+		if (unlikely(n)) {
+			raw_spin_lock_irqsave(k, &d->pool_lock, flags);
+			d->obj_pool_used -= n;
+			d->obj_dropped += n;
+			raw_spin_unlock_irqrestore(k, &d->pool_lock, flags);
+		}
 	}
 }
 
@@ -728,7 +1245,7 @@ static void debug_hint_text(struct odb_kernel *k, const struct debug_obj_descr *
  * (all types together), never for the selftest's descriptor.
  */
 static void debug_print_object(struct odb_kernel *k, struct debug_objects *d,
-			       const struct debug_obj *o, const char *msg)
+			       const struct debug_obj_copy *o, const char *msg)
 {
 	const struct debug_obj_descr *descr = o->descr;
 	const char *state = obj_states[o->state < ODEBUG_STATE_MAX ? o->state : ODEBUG_STATE_NONE];
@@ -815,17 +1332,21 @@ static void __debug_object_init(struct odb_kernel *k, odb_addr_t addr,
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
-	struct debug_obj *obj, o;
+	struct debug_obj *obj;
+	struct debug_obj_copy o;
 	unsigned long flags;
 	bool check_stack = false, print = false;
+	uint32_t id = descr_id(k, d, descr);
 
+	if (unlikely(!id))
+		return;
 	fill_pool(k, d);
 
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object(k, d, addr, db);
 	if (!obj) {
-		obj = alloc_object(k, d, addr, db, descr);
+		obj = alloc_object(k, d, addr, db, id);
 		if (!obj) {
 			WRITE_ONCE(d->gate.debug_objects_enabled, 0);
 			raw_spin_unlock_irqrestore(k, &db->lock, flags);
@@ -842,13 +1363,13 @@ static void __debug_object_init(struct odb_kernel *k, odb_addr_t addr,
 		obj->state = ODEBUG_STATE_INIT;
 		break;
 	case ODEBUG_STATE_ACTIVE:
-		o = *obj;
+		o = obj_copy(d, obj);
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 		debug_print_object(k, d, &o, "init");
 		debug_object_fixup(k, d, descr->fixup_init, descr, addr, ODEBUG_STATE_ACTIVE);
 		return;
 	case ODEBUG_STATE_DESTROYED:
-		o = *obj;
+		o = obj_copy(d, obj);
 		print = true;
 		break;
 	default:
@@ -876,12 +1397,13 @@ void debug_object_init_on_stack(struct odb_kernel *k, odb_addr_t addr,
 	__debug_object_init(k, addr, descr, 1);
 }
 
-static inline struct debug_obj not_available(odb_addr_t addr, const struct debug_obj_descr *descr)
+static inline struct debug_obj_copy not_available(odb_addr_t addr, const struct debug_obj_descr *descr)
 {
-	struct debug_obj o = { .state = ODEBUG_STATE_NOTAVAILABLE, .object = addr, .descr = descr };
+	struct debug_obj_copy o = { .state = ODEBUG_STATE_NOTAVAILABLE, .object = addr, .descr = descr };
 
 	return o;
 }
+
 
 /*
  * v6.4's lookup_object_or_alloc (63a759694eed): the lookup and, for an
@@ -898,7 +1420,8 @@ static struct debug_obj *lookup_object_or_alloc(struct odb_kernel *k, struct deb
 						const struct debug_obj_descr *descr,
 						unsigned long *flags, bool *new_static, bool *oom)
 {
-	struct debug_obj *obj = lookup_object(d, addr, db);
+	struct debug_obj *obj = lookup_object(k, d, addr, db);
+	uint32_t id;
 	bool is_static;
 
 	*new_static = *oom = false;
@@ -907,10 +1430,13 @@ static struct debug_obj *lookup_object_or_alloc(struct odb_kernel *k, struct deb
 	raw_spin_unlock_irqrestore(k, &db->lock, *flags);
 	is_static = descr->is_static_object(k, addr, descr->ctx);
 	raw_spin_lock_irqsave(k, &db->lock, *flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object(k, d, addr, db);
 	if (obj || !is_static)
 		return obj;
-	obj = alloc_object(k, d, addr, db, descr);
+	id = descr_id(k, d, descr);   /* registers under pool_lock (below the bucket lock) */
+	if (unlikely(!id))
+		return NULL;
+	obj = alloc_object(k, d, addr, db, id);
 	if (!obj) {
 		WRITE_ONCE(d->gate.debug_objects_enabled, 0);
 		raw_spin_unlock_irqrestore(k, &db->lock, *flags);
@@ -926,7 +1452,8 @@ int debug_object_activate(struct odb_kernel *k, odb_addr_t addr, const struct de
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
-	struct debug_obj *obj, o;
+	struct debug_obj *obj;
+	struct debug_obj_copy o;
 	unsigned long flags;
 	bool new_static, oom;
 	int ret = 0;
@@ -952,13 +1479,13 @@ int debug_object_activate(struct odb_kernel *k, odb_addr_t addr, const struct de
 			obj->state = ODEBUG_STATE_ACTIVE;
 			break;
 		case ODEBUG_STATE_ACTIVE:
-			o = *obj;
+			o = obj_copy(d, obj);
 			raw_spin_unlock_irqrestore(k, &db->lock, flags);
 			debug_print_object(k, d, &o, "activate");
 			return debug_object_fixup(k, d, descr->fixup_activate, descr, addr,
 						  ODEBUG_STATE_ACTIVE) ? 0 : -EINVAL;
 		case ODEBUG_STATE_DESTROYED:
-			o = *obj;
+			o = obj_copy(d, obj);
 			print = true;
 			ret = -EINVAL;
 			break;
@@ -993,7 +1520,8 @@ void debug_object_deactivate(struct odb_kernel *k, odb_addr_t addr, const struct
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
-	struct debug_obj *obj, o;
+	struct debug_obj *obj;
+	struct debug_obj_copy o;
 	unsigned long flags;
 	bool print = false;
 
@@ -1002,7 +1530,7 @@ void debug_object_deactivate(struct odb_kernel *k, odb_addr_t addr, const struct
 
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object(k, d, addr, db);
 	if (obj) {
 		switch (obj->state) {
 		case ODEBUG_STATE_INIT:
@@ -1011,12 +1539,12 @@ void debug_object_deactivate(struct odb_kernel *k, odb_addr_t addr, const struct
 			if (!obj->astate) {
 				obj->state = ODEBUG_STATE_INACTIVE;
 			} else {
-				o = *obj;
+				o = obj_copy(d, obj);
 				print = true;
 			}
 			break;
 		case ODEBUG_STATE_DESTROYED:
-			o = *obj;
+			o = obj_copy(d, obj);
 			print = true;
 			break;
 		default:
@@ -1036,7 +1564,8 @@ void debug_object_destroy(struct odb_kernel *k, odb_addr_t addr, const struct de
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
-	struct debug_obj *obj, o;
+	struct debug_obj *obj;
+	struct debug_obj_copy o;
 	unsigned long flags;
 	bool print = false;
 
@@ -1045,7 +1574,7 @@ void debug_object_destroy(struct odb_kernel *k, odb_addr_t addr, const struct de
 
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object(k, d, addr, db);
 	if (!obj) {
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 		return;   /* untracked: silent */
@@ -1057,13 +1586,13 @@ void debug_object_destroy(struct odb_kernel *k, odb_addr_t addr, const struct de
 		obj->state = ODEBUG_STATE_DESTROYED;
 		break;
 	case ODEBUG_STATE_ACTIVE:
-		o = *obj;
+		o = obj_copy(d, obj);
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 		debug_print_object(k, d, &o, "destroy");
 		debug_object_fixup(k, d, descr->fixup_destroy, descr, addr, ODEBUG_STATE_ACTIVE);
 		return;
 	case ODEBUG_STATE_DESTROYED:
-		o = *obj;
+		o = obj_copy(d, obj);
 		print = true;
 		break;
 	default:
@@ -1078,7 +1607,9 @@ void debug_object_free(struct odb_kernel *k, odb_addr_t addr, const struct debug
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
-	struct debug_obj *obj, o;
+	struct debug_obj *obj;
+	struct debug_obj_copy o;
+	obj_ref_t *link;
 	unsigned long flags;
 
 	if (!enabled(d))
@@ -1086,19 +1617,19 @@ void debug_object_free(struct odb_kernel *k, odb_addr_t addr, const struct debug
 
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object_link(k, d, addr, db, &link);
 	if (!obj) {
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 		return;   /* untracked: silent */
 	}
 	if (obj->state == ODEBUG_STATE_ACTIVE) {
-		o = *obj;
+		o = obj_copy(d, obj);
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 		debug_print_object(k, d, &o, "free");
 		debug_object_fixup(k, d, descr->fixup_free, descr, addr, ODEBUG_STATE_ACTIVE);
 		return;
 	}
-	hlist_del(&obj->node);
+	bucket_del(db, link, obj);
 	raw_spin_unlock_irqrestore(k, &db->lock, flags);
 	free_object(k, d, obj);
 }
@@ -1107,7 +1638,8 @@ void debug_object_assert_init(struct odb_kernel *k, odb_addr_t addr, const struc
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
-	struct debug_obj *obj, o;
+	struct debug_obj *obj;
+	struct debug_obj_copy o;
 	unsigned long flags;
 	bool new_static, oom;
 
@@ -1147,7 +1679,8 @@ void debug_object_active_state(struct odb_kernel *k, odb_addr_t addr,
 {
 	struct debug_objects *d = dobj(k);
 	struct debug_bucket *db;
-	struct debug_obj *obj, o;
+	struct debug_obj *obj;
+	struct debug_obj_copy o;
 	unsigned long flags;
 	bool print = false;
 
@@ -1156,12 +1689,12 @@ void debug_object_active_state(struct odb_kernel *k, odb_addr_t addr,
 
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object(k, d, addr, db);
 	if (obj) {
 		if (obj->state == ODEBUG_STATE_ACTIVE && obj->astate == expect) {
 			obj->astate = next;
 		} else {
-			o = *obj;
+			o = obj_copy(d, obj);
 			print = true;
 		}
 	}
@@ -1220,27 +1753,42 @@ static void __debug_check_no_obj_freed(struct odb_kernel *k, odb_addr_t address,
 	warned.v = warned.small;
 	for (; chunks > 0; chunks--, paddr += ODEBUG_CHUNK_SIZE) {
 		struct debug_bucket *db = get_bucket(d, paddr);
-		struct hlist_node *n, *tmp;
-		int cnt;
+		struct debug_obj *obj, *prev;
+		uint32_t tag = bucket_tag(d, db);
+		obj_ref_t *link, ref;
+		int cnt, kept, repairs = 0;
 
 		warned.n = 0;
 repeat:
-		cnt = 0;
+		cnt = kept = 0;
+		prev = NULL;
 		raw_spin_lock_irqsave(k, &db->lock, flags);
-		for (n = db->list.first; n; n = tmp) {
-			struct debug_obj *obj = container_of(n, struct debug_obj, node);
-			odb_addr_t oaddr = obj->object;
+		for (link = &db->list.first; (ref = *link); ) {
+			odb_addr_t oaddr;
 
-			tmp = n->next;
+			obj = obj_peek(k, d, ref);
+			if (unlikely(!obj || obj->list != tag || kept >= db->count))
+				goto repair;
+			oaddr = obj->object;
 			cnt++;
-			if (oaddr < saddr || oaddr >= eaddr)
+			if (oaddr < saddr || oaddr >= eaddr) {
+				prev = obj;
+				link = &obj->next;
+				kept++;
 				continue;   /* another chunk's, or starts outside the range */
+			}
+			/* used from here: the full check, of the one holding the link too */
+			if (unlikely(!hashed_ok(k, d, obj, tag) || (prev && !obj_owned(k, d, prev))))
+				goto repair;
 			if (obj->state == ODEBUG_STATE_ACTIVE) {
-				struct debug_obj o;
+				struct debug_obj_copy o;
 
+				prev = obj;
+				link = &obj->next;
+				kept++;
 				if (warned_has(&warned, oaddr))
 					continue;   /* odebug's bound: its fixup left it active */
-				o = *obj;
+				o = obj_copy(d, obj);
 				raw_spin_unlock_irqrestore(k, &db->lock, flags);
 				warned_add(&warned, oaddr);
 				debug_print_object(k, d, &o, "free");
@@ -1248,12 +1796,21 @@ repeat:
 						   ODEBUG_STATE_ACTIVE);
 				goto repeat;
 			}
-			hlist_del(&obj->node);
+			bucket_del(db, link, obj);   /* link now names the next one */
 			work |= __free_object(k, d, obj);
 		}
+		if (unlikely(kept != db->count))
+			goto repair;   /* ends short of its count */
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 		max_once(&d->debug_objects_maxchain, cnt);
 		objs_checked += cnt;
+		continue;
+repair:
+		if (bucket_repair(k, d, db) && ++repairs < 3) {
+			raw_spin_unlock_irqrestore(k, &db->lock, flags);
+			goto repeat;
+		}
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 	}
 	max_once(&d->debug_objects_maxchecked, objs_checked);
 	if (warned.v != warned.small)
@@ -1352,7 +1909,7 @@ static int check_results(struct odb_kernel *k, struct debug_objects *d, odb_addr
 	char msg[128] = "";
 
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	obj = lookup_object(d, addr, db);
+	obj = lookup_object(k, d, addr, db);
 	if (!obj && state != ODEBUG_STATE_NONE)
 		snprintf(msg, sizeof(msg), "ODEBUG: selftest object not found");
 	else if (obj && obj->state != state)
@@ -1454,8 +2011,9 @@ int debug_objects_early_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	d->obj_pool_free = ODEBUG_POOL_SIZE;
 	d->debug_objects_pool_size = ODEBUG_POOL_SIZE;
 	d->debug_objects_pool_min_level = ODEBUG_POOL_MIN_LEVEL;
+	d->static_live = true;
 	for (int i = 0; i < ODEBUG_POOL_SIZE; i++)
-		hlist_add_head(&d->obj_static_pool[i].node, &d->obj_pool);
+		hlist_add_head(&d->obj_static_pool[i], (obj_ref_t)i + 1, &d->obj_pool, ODEBUG_LIST_POOL);
 	d->early_done = true;
 	odb_register_page_free_hook(k, debug_check_no_obj_freed_pages);
 	return 0;
@@ -1464,43 +2022,45 @@ int debug_objects_early_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 /* Swap the static boot trackers for slab ones (hashed trackers are copied). */
 static int debug_objects_replace_static_objects(struct odb_kernel *k, struct debug_objects *d)
 {
-	struct hlist_head objects = { NULL };
+	struct debug_obj *objects[ODEBUG_POOL_SIZE];
 	unsigned long flags;
 	int cnt = 0;
 
 	for (int i = 0; i < ODEBUG_POOL_SIZE; i++) {
-		struct debug_obj *obj = kmem_cache_zalloc(k, d->obj_cache, GFP_KERNEL);
-
-		if (!obj) {
-			while (objects.first)
-				kmem_cache_free(k, d->obj_cache, __alloc_object(&objects));
+		objects[i] = kmem_cache_zalloc(k, d->obj_cache, GFP_KERNEL);
+		if (!objects[i]) {
+			while (i--)
+				kmem_cache_free(k, d->obj_cache, objects[i]);
 			return -ENOMEM;
 		}
-		hlist_add_head(&obj->node, &objects);
 	}
 
-	/* only the boot CPU runs here: interrupts off is enough */
+	/* only the boot CPU runs here: interrupts off is enough.  The static
+	 * trackers are in host memory: nobody else can have written them. */
 	local_irq_save(k, flags);
-	while (d->obj_pool.first)
-		__alloc_object(&d->obj_pool);
-	hlist_move_list(&objects, &d->obj_pool);
+	WRITE_ONCE(d->obj_pool.first, 0);
+	for (int i = 0; i < ODEBUG_POOL_SIZE; i++)
+		hlist_add_head(objects[i], host_to_virt(k, objects[i]), &d->obj_pool, ODEBUG_LIST_POOL);
 	for (int i = 0; i < ODEBUG_HASH_SIZE; i++) {
 		struct debug_bucket *db = &d->obj_hash[i];
-		struct hlist_head old = { NULL };
+		struct hlist_head old = { 0 };
+		int n = db->count;
 
 		hlist_move_list(&db->list, &old);
-		while (old.first) {
-			struct debug_obj *obj = __alloc_object(&old);
-			struct debug_obj *new = __alloc_object(&d->obj_pool);
+		db->count = 0;
+		while (n--) {
+			struct debug_obj *obj = __alloc_object(k, d, &old, ODEBUG_LIST_BUCKET(i));
+			struct debug_obj *new = __alloc_object(k, d, &d->obj_pool, ODEBUG_LIST_POOL);
 
 			new->state = obj->state;
 			new->astate = obj->astate;
 			new->object = obj->object;
 			new->descr = obj->descr;
-			hlist_add_head(&new->node, &db->list);
+			bucket_add(k, d, new, db);
 			cnt++;
 		}
 	}
+	d->static_live = false;   /* static references name nothing from here on */
 	local_irq_restore(k, flags);
 	(void)cnt;   /* pr_debug("%d of %d active objects replaced") */
 	return 0;
@@ -1630,7 +2190,7 @@ int odb_debug_object_lookup(odb_kernel *k, odb_addr_t addr, int *state, unsigned
 	struct odb_task *t = odb_enter(k);
 	struct debug_objects *d;
 	struct debug_bucket *db;
-	struct hlist_node *n;
+	struct debug_obj *obj;
 	unsigned long flags;
 	int ret = ODB_ENOENT;
 
@@ -1641,17 +2201,13 @@ int odb_debug_object_lookup(odb_kernel *k, odb_addr_t addr, int *state, unsigned
 		return odb_leave(t, ODB_ENOENT);
 	db = get_bucket(d, addr);
 	raw_spin_lock_irqsave(k, &db->lock, flags);
-	for (n = db->list.first; n; n = n->next) {
-		struct debug_obj *obj = container_of(n, struct debug_obj, node);
-
-		if (obj->object == addr) {
-			if (state)
-				*state = (int)obj->state;
-			if (astate)
-				*astate = obj->astate;
-			ret = ODB_OK;
-			break;
-		}
+	obj = lookup_object(k, d, addr, db);
+	if (obj) {
+		if (state)
+			*state = (int)obj->state;
+		if (astate)
+			*astate = obj->astate;
+		ret = ODB_OK;
 	}
 	raw_spin_unlock_irqrestore(k, &db->lock, flags);
 	return odb_leave(t, ret);
@@ -1754,8 +2310,9 @@ int odb_debug_objects_internals(odb_kernel *k, struct odb_debug_objects_internal
 		if (!READ_ONCE(db->list.first))
 			continue;
 		raw_spin_lock_irqsave(k, &db->lock, flags);
-		for (struct hlist_node *n = db->list.first; n; n = n->next)
-			out->hashed++;
+		/* the full check of every link on the way, then the count */
+		bucket_repair(k, d, db);
+		out->hashed += db->count;
 		raw_spin_unlock_irqrestore(k, &db->lock, flags);
 	}
 	raw_spin_lock_irqsave(k, &d->pool_lock, flags);
@@ -1802,4 +2359,34 @@ int odb_debug_objects_stack_bounds(odb_kernel *k, odb_addr_t *lo, odb_addr_t *hi
 	*lo = t->stack_lo;
 	*hi = t->stack_hi;
 	return odb_leave(t, ODB_OK);
+}
+
+/*
+ * The slab API's check before a free a user asked for (kfree, kmem_cache_free,
+ * kfree_rcu, krealloc): x, a host pointer into the arena, in an object of
+ * debug_objects_cache, is a tracker of the pool (every object of that cache
+ * is: the pool, a per-CPU list, the to-free list or a bucket holds it, or the
+ * freeing work is about to give it back).  odebug deviation: the kernel would
+ * free it and the pool would then hand out, or hash, a free object; here it is
+ * a report and nothing is freed.  True: refused.
+ */
+bool debug_objects_refuse_free(struct odb_kernel *k, const void *x, const char *fn)
+{
+	struct debug_objects *d = dobj(k);
+	struct slab *sl;
+	char text[200];
+	odb_addr_t a;
+
+	if (!d || !d->obj_cache)
+		return false;
+	sl = virt_to_slab(k, x);
+	if (likely(!sl || sl->slab_cache != d->obj_cache))
+		return false;
+	a = host_to_virt(k, x);
+	snprintf(text, sizeof(text),
+		 "ODEBUG: %s() of tracker %016llx: debug_objects_cache objects belong to the tracker pool; not freed",
+		 fn, (unsigned long long)a);
+	odebug_warn(k, "free of a tracker", a, NULL, text, (const void *)debug_objects_refuse_free,
+		    __LINE__);
+	return true;
 }

@@ -126,5 +126,9 @@ void debug_object_active_state(struct odb_kernel *k, odb_addr_t addr,
 			       unsigned int next);
 /* The range check on simulated addresses (the page-free hook's form). */
 void debug_check_no_obj_freed_range(struct odb_kernel *k, odb_addr_t addr, uint64_t size);
+/* The slab API asks before a user's free of x (a host pointer into the arena):
+ * true when x is in an object of debug_objects_cache, odebug's own trackers
+ * (reported, not to be freed). */
+bool debug_objects_refuse_free(struct odb_kernel *k, const void *x, const char *fn);
 
 #endif /* ODB_DEBUGOBJECTS_DEBUGOBJECTS_H */

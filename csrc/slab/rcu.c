@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "slab/slub.h"
+#include "debugobjects/debugobjects.h"
 
 struct odb_rcu {
 	spinlock_t lock;
@@ -99,6 +100,8 @@ int odb_kfree_rcu(odb_kernel *k, odb_addr_t x)
 	if (!odb_in_arena(k, x, 1))
 		return odb_leave(t, odb_err(k, ODB_EINVAL, "0x%llx is not an address in this kernel's memory",
 					    (unsigned long long)x));
+	if (debug_objects_refuse_free(k, virt_to_host(k, x), "kfree_rcu"))
+		return odb_leave(t, ODB_OK);
 	return odb_leave(t, kvfree_rcu(k, virt_to_host(k, x)));
 }
 

@@ -8,6 +8,7 @@
 
 #include "slab/slub.h"
 #include "kasan/kasan.h"
+#include "debugobjects/debugobjects.h"
 
 #define ENTER(k) struct odb_task *t_ = odb_enter(k); if (!t_) return odb_enter_failed(k)
 #define LEAVE(r) return odb_leave(t_, (r))
@@ -181,7 +182,8 @@ int odb_kmem_cache_free(odb_kernel *k, odb_cache *s, odb_addr_t x)
 	p = obj_ptr(k, x, &r);
 	if (!p)
 		LEAVE(r);
-	kmem_cache_free(k, s, p);
+	if (!debug_objects_refuse_free(k, p, "kmem_cache_free"))   /* a tracker: reported */
+		kmem_cache_free(k, s, p);
 	LEAVE(ODB_OK);
 }
 
@@ -220,14 +222,18 @@ int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_ad
 	/* All or nothing: an address outside the arena refuses the whole batch
 	 * before anything is freed.  Inside the arena each object goes through
 	 * kmem_cache_free(), which reports a bad one (wrong cache, not an object,
-	 * double free) and frees nothing for it, as the kernel's bulk free does. */
+	 * double free, a debug-objects tracker) and frees nothing for it, as the
+	 * kernel's bulk free does. */
 	for (size_t i = 0; i < n; i++)
 		if (a[i] && !obj_ptr(k, a[i], &r))
 			LEAVE(odb_err(k, r, "free_bulk: item %zu (0x%llx) is not an address in this "
 				      "kernel's memory; nothing was freed", i, (unsigned long long)a[i]));
-	for (size_t i = 0; i < n; i++)
-		if (a[i])
-			kmem_cache_free(k, s, virt_to_host(k, a[i]));
+	for (size_t i = 0; i < n; i++) {
+		void *p = virt_to_host(k, a[i]);
+
+		if (a[i] && !debug_objects_refuse_free(k, p, "kmem_cache_free_bulk"))
+			kmem_cache_free(k, s, p);
+	}
 	LEAVE(ODB_OK);
 }
 
@@ -262,7 +268,8 @@ int odb_kfree(odb_kernel *k, odb_addr_t x)
 	p = obj_ptr(k, x, &r);
 	if (!p)
 		LEAVE(r);
-	kfree(k, p);
+	if (!debug_objects_refuse_free(k, p, "kfree"))   /* a tracker: reported */
+		kfree(k, p);
 	LEAVE(ODB_OK);
 }
 
@@ -293,6 +300,8 @@ int odb_krealloc(odb_kernel *k, odb_addr_t x, size_t new_size, unsigned int gfp,
 		p = obj_ptr(k, x, &r);
 		if (!p)
 			LEAVE(r);
+		if (debug_objects_refuse_free(k, p, "krealloc"))
+			LEAVE(ODB_OK);   /* *out stays 0 */
 	}
 	if (new_size > KMALLOC_MAX_SIZE)
 		LEAVE(odb_err(k, ODB_ENOMEM, "krealloc(%zu): larger than KMALLOC_MAX_SIZE", new_size));
