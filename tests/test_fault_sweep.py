@@ -184,7 +184,7 @@ if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--sweep":
 
 import pytest  # noqa: E402
 
-# Findings (h18-findings.md) still being fixed elsewhere: (scenario, fault) cells
+# Open findings (issue 18 notes): (scenario, fault) cells
 # whose problems are expected until the fix lands.  One entry per finding.
 _PENDING_FIXES: set = set()
 

@@ -27,7 +27,7 @@ least N kernel calls (``ODEBUG_FUZZ_SEED`` picks its seed).  The number of calls
 made is printed.
 
 Known findings that others are fixing are skipped by op kind through
-``_PENDING_FIXES`` below (one entry per finding of /work/h18-findings.md).
+``_PENDING_FIXES`` below (one entry per open finding).
 """
 from __future__ import annotations
 
@@ -42,18 +42,10 @@ import tempfile
 import time
 import traceback
 
-# One entry per open finding (see /work/h18-findings.md, F-numbers): each entry
+# One entry per open finding of the fuzzer (issue 18 notes, F-numbers): each entry
 # narrows what the fuzzer generates or how an op runs (grep its name to see where).
 # Remove an entry when its fix lands, and the fuzzer covers that ground again.
 _PENDING_FIXES: set = {
-    "raw_free_pointer",   # F3 is fixed (slub checks free pointers); kept while F8 is open: raw
-                          #     writes stay inside live objects, so they do not hit trackers
-    "write_over_metadata",  # F7/F8/F12: k.write/memset/memcpy (KASAN reports an out-of-bounds
-                          #     write and still does it; kasan=off: unchecked) over a free pointer or
-                          #     a debug-objects tracker: the next kmalloc / debug_objects.init
-                          #     follows it (SIGSEGV); such writes stay inside live objects
-    "kfree_tracker",      # F11: kfree of a debug-objects tracker in the pool is accepted silently
-                          #     (later crashes in the quarantine): no frees of tracker addresses
     "callbacks_in_threads",  # F10: hangs (no reply, every thread inside the core) with Python
                           #     ctors / fixups on several threads: threads run no callbacks
 }
