@@ -176,9 +176,10 @@ def test_callback_exception_propagates_through_a_nested_free():
         k.kfree(k.kmalloc(64))
 
 
-def test_kfree_whose_fixup_raises_is_unraisable_not_system_error(monkeypatch):
-    """Outside a debug_objects call (here kfree) a raising fixup is reported
-    through sys.unraisablehook, the warning stays, and kfree returns normally."""
+def test_kfree_whose_fixup_raises_raises_from_kfree(monkeypatch):
+    """Outside a debug_objects call (here kfree) a raising fixup's exception
+    propagates from the call that ran it (never SystemError, never lost to
+    sys.unraisablehook); the free itself is done and the warning stays."""
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
     with odebug.Kernel(ram="16M") as k:
@@ -191,9 +192,13 @@ def test_kfree_whose_fixup_raises_is_unraisable_not_system_error(monkeypatch):
         q = k.kmalloc(64)
         d.init(q, t)
         d.activate(q, t)
-        assert k.kfree(q) is None
-        assert [type(e) for e in seen] == [KeyError]
+        with pytest.raises(KeyError, match="fixup"):
+            k.kfree(q)
+        assert seen == []
         assert any(r.kind == "free active" for r in k.reports)
+        k.clear_reports()
+        k.read(q, 1)                       # it was freed: a use after free
+        assert [r.kind for r in k.reports] == ["slab-use-after-free"]
 
 
 def test_huge_reads_cost_only_the_bytes_that_exist():

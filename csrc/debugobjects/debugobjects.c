@@ -1740,8 +1740,75 @@ static void warned_add(struct warned_set *w, odb_addr_t a)
 	w->v[w->n++] = a;
 }
 
+/* "free active": the warning (its hint may be a callback), then fixup_free. */
+static void free_active(struct odb_kernel *k, struct debug_objects *d, const struct debug_obj_copy *o)
+{
+	debug_print_object(k, d, o, "free");
+	debug_object_fixup(k, d, o->descr->fixup_free, o->descr, o->object, ODEBUG_STATE_ACTIVE);
+}
+
+/*
+ * Deliberate deviation (issue 18), for descriptors with ODB_DESCR_DEFER_ATOMIC
+ * (every Python one): an ACTIVE object found while the freeing
+ * task holds a core lock (odb_task_atomic: a slab page freed under a vCPU's
+ * irq lock, under slab_mutex by a cache's shrink/destroy or the quarantine's
+ * drain, or under its srcu) has its warning and fixup_free deferred until the
+ * task holds none (kernel/kernel.h, odb_defer): they call the descriptor's
+ * callbacks, which may be user code that takes those locks again (any call
+ * into the slab) or, from Python, the interpreter's lock.  The kernel calls
+ * them there, in atomic context.  Within the call the object is skipped on
+ * the rescan, as an object whose fixup left it active is.
+ */
+struct deferred_free_active {
+	struct odb_deferred d;
+	struct debug_obj_copy o;
+};
+
+static void run_deferred_free_active(struct odb_kernel *k, struct odb_deferred *x)
+{
+	struct deferred_free_active *w = container_of(x, struct deferred_free_active, d);
+	struct debug_objects *d = dobj(k);
+	bool still = false;
+
+	/* still tracked, ACTIVE, of that type? (a second range check of the same
+	 * call, or the object's owner meanwhile, may have settled it) */
+	if (enabled(d)) {
+		struct debug_bucket *db = get_bucket(d, w->o.object);
+		struct debug_obj *obj;
+		unsigned long flags;
+
+		raw_spin_lock_irqsave(k, &db->lock, flags);
+		obj = lookup_object(k, d, w->o.object, db);
+		still = obj && obj->state == ODEBUG_STATE_ACTIVE && obj_copy(d, obj).descr == w->o.descr;
+		raw_spin_unlock_irqrestore(k, &db->lock, flags);
+	}
+	if (still)
+		free_active(k, d, &w->o);
+	free(w);
+}
+
+static void free_active_or_defer(struct odb_kernel *k, struct debug_objects *d, struct odb_task *t,
+				 const struct debug_obj_copy *o)
+{
+	struct deferred_free_active *w;
+
+	if (!(o->descr->flags & ODB_DESCR_DEFER_ATOMIC) || !t || !odb_task_atomic(t)) {
+		free_active(k, d, o);
+		return;
+	}
+	w = malloc(sizeof(*w));
+	if (!w) {
+		ADD_ONCE(d->debug_objects_warnings, 1);   /* counted, not printed: no memory */
+		return;
+	}
+	w->o = *o;
+	w->d.fn = run_deferred_free_active;
+	odb_defer(t, &w->d);
+}
+
 static void __debug_check_no_obj_freed(struct odb_kernel *k, odb_addr_t address, uint64_t size)
 {
+	struct odb_task *t = odb_current(k);
 	struct debug_objects *d = dobj(k);
 	odb_addr_t saddr = address, eaddr = address + size, paddr = saddr & ODEBUG_CHUNK_MASK;
 	uint64_t chunks = ((eaddr - paddr) + (ODEBUG_CHUNK_SIZE - 1)) >> ODEBUG_CHUNK_SHIFT;
@@ -1791,9 +1858,7 @@ repeat:
 				o = obj_copy(d, obj);
 				raw_spin_unlock_irqrestore(k, &db->lock, flags);
 				warned_add(&warned, oaddr);
-				debug_print_object(k, d, &o, "free");
-				debug_object_fixup(k, d, o.descr->fixup_free, o.descr, oaddr,
-						   ODEBUG_STATE_ACTIVE);
+				free_active_or_defer(k, d, t, &o);
 				goto repeat;
 			}
 			bucket_del(db, link, obj);   /* link now names the next one */

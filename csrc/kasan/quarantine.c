@@ -741,10 +741,10 @@ int odb_kasan_quarantine_drain(odb_kernel *k)
 	if (!kasan_enabled(k))
 		return odb_leave(t, ODB_OK);
 	ss = slab_state(k);
-	mutex_lock(k, &ss->slab_mutex);
+	mutex_lock_nocb(k, &ss->slab_mutex);
 	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next)
 		remove_cache_common(list_entry(pos, struct kmem_cache, list));
-	mutex_unlock(k, &ss->slab_mutex);
+	mutex_unlock_nocb(k, &ss->slab_mutex);
 	return odb_leave(t, ODB_OK);
 }
 

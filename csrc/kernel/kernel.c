@@ -84,8 +84,11 @@ void cleanup_srcu_struct(struct srcu_struct *sp)
 	pthread_rwlock_destroy(&sp->rw);
 }
 
+static void drop_deferred(struct odb_task *t);
+
 void srcu_read_lock(struct odb_kernel *k, struct srcu_struct *sp)
 {
+	odb_nocb_get(k);
 	if (unlikely(odb_sched_on(k))) {
 		odb_sched_point_slow(k, ODB_SITE(ODB_SP_LOCK, "srcu_read_lock"), sp);
 		atomic_fetch_add_explicit(&sp->readers, 1, memory_order_acquire);
@@ -100,9 +103,10 @@ void srcu_read_unlock(struct odb_kernel *k, struct srcu_struct *sp)
 		odb_kcsan_release(k, sp);
 		atomic_fetch_sub_explicit(&sp->readers, 1, memory_order_release);
 		odb_sched_point_slow(k, ODB_SITE(ODB_SP_UNLOCK, "srcu_read_unlock"), sp);
-		return;
+	} else {
+		pthread_rwlock_unlock(&sp->rw);
 	}
-	pthread_rwlock_unlock(&sp->rw);
+	odb_nocb_put(k);
 }
 
 static bool srcu_no_readers(void *arg)
@@ -373,6 +377,7 @@ static void task_destructor(void *p)
 		odb_report_put(t->bug);
 	if (t->last_bug)
 		odb_report_put(t->last_bug);
+	drop_deferred(t);
 	free(t);
 }
 
@@ -504,8 +509,61 @@ uint64_t odb_stat_ns(struct odb_kernel *k)
 	return odb_host_ns();
 }
 
+void odb_defer(struct odb_task *t, struct odb_deferred *d)
+{
+	d->next = NULL;
+	if (!t->deferred_tail)
+		t->deferred_tail = &t->deferred;
+	*t->deferred_tail = d;
+	t->deferred_tail = &d->next;
+}
+
+void odb_run_deferred(struct odb_task *t)
+{
+	/* one at a time off the head: a callback's own API calls run the rest */
+	while (t->deferred && !odb_task_atomic(t)) {
+		struct odb_deferred *d = t->deferred;
+
+		t->deferred = d->next;
+		if (!t->deferred)
+			t->deferred_tail = &t->deferred;
+		t->depth++;   /* inside a call: the callback's calls are nested ones */
+		d->fn(t->k, d);
+		t->depth--;
+	}
+}
+
+static void drop_deferred(struct odb_task *t)
+{
+	while (t->deferred) {
+		struct odb_deferred *d = t->deferred;
+
+		t->deferred = d->next;
+		free(d);
+	}
+}
+
+struct odb_task *odb_nocb_get(struct odb_kernel *k)
+{
+	struct odb_task *t = odb_current(k);
+
+	if (t)
+		t->nocb++;
+	return t;
+}
+
+void odb_nocb_put(struct odb_kernel *k)
+{
+	struct odb_task *t = odb_current(k);
+
+	if (t && t->nocb && --t->nocb == 0 && t->deferred && t->depth == 0)
+		odb_run_deferred(t);   /* not inside an API call (a worker): now */
+}
+
 int odb_leave(struct odb_task *t, int ret)
 {
+	if (unlikely(t->deferred))
+		odb_run_deferred(t);
 	if (--t->depth == 0 && unlikely(t->bug)) {
 		if (t->last_bug)
 			odb_report_put(t->last_bug);
@@ -931,6 +989,7 @@ void odb_kernel_destroy(odb_kernel *k)
 			odb_report_put(t->bug);
 		if (t->last_bug)
 			odb_report_put(t->last_bug);
+		drop_deferred(t);
 		free(t);
 	}
 	pthread_mutex_unlock(&k->tasks_lock);

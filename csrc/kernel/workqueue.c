@@ -106,6 +106,8 @@ static void run_work_locked(struct odb_kernel *k, struct odb_work *w)
 		odb_kcsan_acquire(k, w);
 	}
 	fn(k, arg);
+	if (t && unlikely(t->deferred) && t->depth == 0)
+		odb_run_deferred(t);   /* a worker's: no API call returns to run them */
 	if (t) {
 		t->in_work--;
 		task_set_cpu(k, t, saved_cpu);

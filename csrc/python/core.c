@@ -444,7 +444,7 @@ static PyObject *Kernel_close(KernelObject *self, PyObject *unused)
 
 static PyObject *Kernel_get_closed(KernelObject *self, void *c)
 {
-	return PyBool_FromLong(!self->k || odb_kernel_closed(self->k));
+	return odb_py_checked(PyBool_FromLong(!self->k || odb_kernel_closed(self->k)));
 }
 
 static PyObject *Kernel_bind_cpu(KernelObject *self, PyObject *arg)
@@ -457,7 +457,7 @@ static PyObject *Kernel_bind_cpu(KernelObject *self, PyObject *arg)
 	ret = odb_bind_cpu(self->k, cpu, &old);
 	if (ret)
 		return odb_raise(self, ret);
-	return PyLong_FromLong(old);
+	return odb_py_checked(PyLong_FromLong(old));
 }
 
 static PyObject *Kernel_cpu_hotplug(KernelObject *self, PyObject *args)
@@ -482,19 +482,19 @@ static PyObject *Kernel_cpu_is_online(KernelObject *self, PyObject *arg)
 	if (!conv_cpu(arg, &cpu))
 		return NULL;
 	CHECK_OPEN(self);
-	return PyBool_FromLong(odb_cpu_is_online(self->k, cpu));
+	return odb_py_checked(PyBool_FromLong(odb_cpu_is_online(self->k, cpu)));
 }
 
 static PyObject *Kernel_current_cpu(KernelObject *self, PyObject *unused)
 {
 	CHECK_OPEN(self);
-	return PyLong_FromLong(odb_current_cpu(self->k));
+	return odb_py_checked(PyLong_FromLong(odb_current_cpu(self->k)));
 }
 
 static PyObject *Kernel_current_pid(KernelObject *self, PyObject *unused)
 {
 	CHECK_OPEN(self);
-	return PyLong_FromLong(odb_current_pid(self->k));
+	return odb_py_checked(PyLong_FromLong(odb_current_pid(self->k)));
 }
 
 static PyObject *Kernel_lock_bias_info(KernelObject *self, PyObject *unused)
@@ -815,7 +815,7 @@ static PyObject *Kernel_report(KernelObject *self, PyObject *args)
 static PyObject *Kernel_stack_save(KernelObject *self, PyObject *unused)
 {
 	CHECK_OPEN(self);
-	return PyLong_FromUnsignedLong(odb_stack_save(self->k, 0));
+	return odb_py_checked(PyLong_FromUnsignedLong(odb_stack_save(self->k, 0)));
 }
 
 static PyObject *Kernel_stack_text(KernelObject *self, PyObject *arg)
@@ -845,12 +845,15 @@ static void work_trampoline(odb_kernel *k, void *arg)
 	PyGILState_STATE g = PyGILState_Ensure();
 	/* own reference: the Work (even the kernel) may be collected inside fn */
 	PyObject *fn = Py_NewRef(w->fn);
-	PyObject *r = PyObject_CallNoArgs(fn);
+	PyObject *et, *ev, *tb, *r;
 
+	PyErr_Fetch(&et, &ev, &tb);   /* a callback's pending exception, kept aside */
+	r = PyObject_CallNoArgs(fn);
 	if (!r)
-		PyErr_WriteUnraisable(fn);
+		PyErr_WriteUnraisable(fn);   /* a work item cannot fail */
 	Py_XDECREF(r);
 	Py_DECREF(fn);
+	PyErr_Restore(et, ev, tb);
 	PyGILState_Release(g);
 }
 
@@ -932,7 +935,7 @@ static PyObject *Work_schedule(WorkObject *self, PyObject *args, PyObject *kw)
 	WORK_READY(self);
 	CHECK_OPEN(self->kernel);
 	q = odb_schedule_delayed_work(self->kernel->k, self->w, delay);
-	return PyBool_FromLong(q);
+	return odb_py_checked(PyBool_FromLong(q));
 }
 
 static PyObject *Work_cancel(WorkObject *self, PyObject *unused)
@@ -943,7 +946,7 @@ static PyObject *Work_cancel(WorkObject *self, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	r = odb_cancel_work(self->kernel->k, self->w);
 	Py_END_ALLOW_THREADS
-	return PyBool_FromLong(r);
+	return odb_py_checked(PyBool_FromLong(r));
 }
 
 static PyObject *Work_flush(WorkObject *self, PyObject *unused)
@@ -955,13 +958,13 @@ static PyObject *Work_flush(WorkObject *self, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	r = odb_flush_work(self->kernel->k, self->w);
 	Py_END_ALLOW_THREADS
-	return PyBool_FromLong(r);
+	return odb_py_checked(PyBool_FromLong(r));
 }
 
 static PyObject *Work_get_pending(WorkObject *self, void *c)
 {
 	WORK_READY(self);
-	return PyBool_FromLong(odb_work_pending(self->kernel->k, self->w));
+	return odb_py_checked(PyBool_FromLong(odb_work_pending(self->kernel->k, self->w)));
 }
 
 static PyObject *Work_get_due(WorkObject *self, void *c)
@@ -969,7 +972,7 @@ static PyObject *Work_get_due(WorkObject *self, void *c)
 	WORK_READY(self);
 	if (!odb_work_pending(self->kernel->k, self->w))
 		Py_RETURN_NONE;
-	return PyLong_FromUnsignedLongLong(odb_work_due(self->kernel->k, self->w));
+	return odb_py_checked(PyLong_FromUnsignedLongLong(odb_work_due(self->kernel->k, self->w)));
 }
 
 static PyObject *Work_repr(WorkObject *self)

@@ -12,8 +12,11 @@
  * debug_hint(addr) -> int (an address, printed as %pS) or str (the text).
  * An exception in a callback counts as "returned false" for the core and is
  * raised by the API call that ran it once the core is done (the state
- * changes made up to there stay); with no API call to raise it in (e.g. a
- * page free from a work item) it goes to sys.unraisablehook.
+ * changes made up to there stay) -- any call of this module, a kfree whose
+ * page free found an active object included; on a thread that is in no such
+ * call (a C scenario's or the workqueue's thread, which has no Python thread
+ * state of its own) it goes to sys.unraisablehook.  Later callbacks of the
+ * same call are skipped (they return false) once one has raised.
  *
  * Lifetime: the core keeps descriptor pointers in its trackers, so a
  * descriptor used with a kernel is kept alive as long as that kernel (it is
@@ -26,9 +29,10 @@
 
 #include "python/binding.h"
 
-/* Depth of binding calls in progress on this thread: a callback exception is
- * left set for the call to raise (else: unraisable).  Binding-only state. */
-static _Thread_local int dobj_in_call;
+/* Callbacks in progress on this thread that run on a thread with no Python
+ * thread state of its own (PyGILState_Ensure made one): no binding call is
+ * there to raise their exception (unraisable then).  Binding-only state. */
+static _Thread_local int cb_foreign;
 
 enum { CB_STATIC, CB_INIT, CB_ACTIVATE, CB_DESTROY, CB_FREE, CB_ASSERT_INIT, CB_HINT, CB_MAX };
 static const char *const cb_names[CB_MAX] = {
@@ -55,9 +59,26 @@ static bool is_descr(PyObject *o)
 /* ---- callbacks (called by the core, with no odebug lock held) ----------------------- */
 static void cb_failed(PyObject *fn)
 {
-	if (dobj_in_call == 0)
+	if (cb_foreign)
 		PyErr_WriteUnraisable(fn);
 	/* else: left set, raised by the binding call that is running */
+}
+
+/* Take the interpreter lock for a callback (and note a foreign thread). */
+static PyGILState_STATE cb_enter(bool *foreign)
+{
+	PyGILState_STATE g;
+
+	*foreign = PyGILState_GetThisThreadState() == NULL;
+	g = PyGILState_Ensure();
+	cb_foreign += *foreign;
+	return g;
+}
+
+static void cb_exit(PyGILState_STATE g, bool foreign)
+{
+	cb_foreign -= foreign;
+	PyGILState_Release(g);
 }
 
 static int call_bool(PyObject *fn, PyObject *args)
@@ -86,12 +107,12 @@ static int call_bool(PyObject *fn, PyObject *args)
 
 static bool py_fixup(DescrObject *d, int which, odb_addr_t addr, enum odb_debug_obj_state state)
 {
-	PyGILState_STATE g = PyGILState_Ensure();
-	bool r = false;
+	bool foreign, r = false;
+	PyGILState_STATE g = cb_enter(&foreign);
 
 	if (!PyErr_Occurred())   /* an earlier callback of this call failed: skip */
 		r = call_bool(d->cb[which], Py_BuildValue("(Ki)", (unsigned long long)addr, (int)state));
-	PyGILState_Release(g);
+	cb_exit(g, foreign);
 	return r;
 }
 
@@ -108,19 +129,20 @@ FIXUP_TRAMPOLINE(tr_fixup_assert_init, CB_ASSERT_INIT)
 static bool tr_is_static(odb_kernel *k, odb_addr_t addr, void *ctx)
 {
 	DescrObject *d = ctx;
-	PyGILState_STATE g = PyGILState_Ensure();
-	bool r = false;
+	bool foreign, r = false;
+	PyGILState_STATE g = cb_enter(&foreign);
 
 	if (!PyErr_Occurred())
 		r = call_bool(d->cb[CB_STATIC], Py_BuildValue("(K)", (unsigned long long)addr));
-	PyGILState_Release(g);
+	cb_exit(g, foreign);
 	return r;
 }
 
 static bool tr_hint_text(odb_kernel *k, odb_addr_t addr, void *ctx, char *buf, size_t len)
 {
 	DescrObject *d = ctx;
-	PyGILState_STATE g = PyGILState_Ensure();
+	bool foreign;
+	PyGILState_STATE g = cb_enter(&foreign);
 	PyObject *res = NULL;
 
 	snprintf(buf, len, "0x0");
@@ -148,7 +170,7 @@ static bool tr_hint_text(odb_kernel *k, odb_addr_t addr, void *ctx, char *buf, s
 	} else if (PyErr_Occurred()) {
 		cb_failed(d->cb[CB_HINT]);
 	}
-	PyGILState_Release(g);
+	cb_exit(g, foreign);
 	return true;
 }
 
@@ -193,6 +215,7 @@ static PyObject *Descr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		self->cb[i] = Py_XNewRef(cb[i]);
 	self->cd.name = self->cname;
 	self->cd.ctx = self;
+	self->cd.flags = ODB_DESCR_DEFER_ATOMIC;   /* callbacks take the GIL: never under a core lock */
 	self->cd.is_static_object = cb[CB_STATIC] ? tr_is_static : NULL;
 	self->cd.fixup_init = cb[CB_INIT] ? tr_fixup_init : NULL;
 	self->cd.fixup_activate = cb[CB_ACTIVATE] ? tr_fixup_activate : NULL;
@@ -357,9 +380,9 @@ static PyObject *finish(KernelObject *self, int ret, PyObject *ok)
  * is safe because the core never waits for the GIL with a lock held: every
  * callback runs with no odebug lock held. */
 #define CALL_NOGIL(stmt) \
-	do { dobj_in_call++; Py_BEGIN_ALLOW_THREADS stmt; Py_END_ALLOW_THREADS dobj_in_call--; } while (0)
+	do { Py_BEGIN_ALLOW_THREADS stmt; Py_END_ALLOW_THREADS } while (0)
 #define CALL(stmt) \
-	do { dobj_in_call++; stmt; dobj_in_call--; } while (0)
+	do { stmt; } while (0)
 
 typedef int (*descr_fn)(odb_kernel *, odb_addr_t, const struct odb_debug_obj_descr *);
 
@@ -601,11 +624,11 @@ static PyObject *py_debug_objects_churn(PyObject *module, PyObject *args, PyObje
 	CALL_NOGIL(ret = odb_object_churn(self->k, &cfg, &r));
 	if (ret)
 		return odb_raise(self, ret);
-	return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K}", "cycles", (unsigned long long)r.cycles,
+	return odb_py_checked(Py_BuildValue("{s:K,s:K,s:K,s:d,s:K}", "cycles", (unsigned long long)r.cycles,
 			     "elapsed_ns", (unsigned long long)r.elapsed_ns,
 			     "peak_live", (unsigned long long)r.peak_live,
 			     "ns_per_cycle", r.cycles ? (double)r.elapsed_ns / (double)r.cycles : 0.0,
-			     "virtual_ns", (unsigned long long)r.virtual_ns);
+			     "virtual_ns", (unsigned long long)r.virtual_ns));
 }
 
 static PyMethodDef dobj_methods[] = {

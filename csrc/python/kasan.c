@@ -224,7 +224,7 @@ static PyObject *py_kasan_check_byte(PyObject *m, PyObject *args)
 	ret = odb_kasan_check_byte(ko->k, addr, &ok);
 	if (ret)
 		return odb_raise(ko, ret);
-	return PyBool_FromLong(ok);
+	return odb_py_checked(PyBool_FromLong(ok));
 }
 
 static PyObject *py_kasan_shadow(PyObject *m, PyObject *args)
@@ -517,7 +517,7 @@ static PyObject *py_quarantine_geometry(PyObject *m, PyObject *args)
 	if (odb_quarantine_geometry(ram, cpus, nr_cpus, &g))
 		return PyErr_Format(PyExc_ValueError,
 				    "quarantine_geometry: need cpus >= 1 and nr_cpus >= cpus"), NULL;
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+	return odb_py_checked(Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
 			     "total_size", (unsigned long long)g.total_size,
 			     "percpu_reserve", (unsigned long long)g.percpu_reserve,
 			     "max_size", (unsigned long long)g.max_size,
@@ -526,7 +526,7 @@ static PyObject *py_quarantine_geometry(PyObject *m, PyObject *args)
 			     "slots_used", (unsigned long long)g.slots_used,
 			     "old_max_size", (unsigned long long)g.old_max_size,
 			     "old_low_size", (unsigned long long)g.old_low_size,
-			     "old_reduce_bytes", (unsigned long long)g.old_reduce_bytes);
+			     "old_reduce_bytes", (unsigned long long)g.old_reduce_bytes));
 }
 
 static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
@@ -565,7 +565,7 @@ static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(ko, ret);
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+	return odb_py_checked(Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
 			     "elapsed_ns", (unsigned long long)r.elapsed_ns,
 			     "ops", (unsigned long long)r.ops,
 			     "alloc_p50", (unsigned long long)r.alloc_p50,
@@ -576,7 +576,7 @@ static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
 			     "free_max", (unsigned long long)r.free_max,
 			     "mutex_ops", (unsigned long long)r.mutex_ops,
 			     "mutex_wait_ns_total", (unsigned long long)r.mutex_wait_ns_total,
-			     "mutex_wait_ns_max", (unsigned long long)r.mutex_wait_ns_max);
+			     "mutex_wait_ns_max", (unsigned long long)r.mutex_wait_ns_max));
 }
 
 static PyMethodDef kasan_methods[] = {

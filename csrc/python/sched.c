@@ -57,7 +57,7 @@ static PyObject *Strategy_next(StrategyObject *self, PyObject *unused)
 {
 	if (self->busy)
 		return PyErr_SetString(PyExc_RuntimeError, "the strategy is driving a run"), NULL;
-	return PyBool_FromLong(odb_sched_strategy_next(self->s));
+	return odb_py_checked(PyBool_FromLong(odb_sched_strategy_next(self->s)));
 }
 
 static PyObject *Strategy_info(StrategyObject *self, PyObject *unused)
@@ -232,7 +232,7 @@ static PyObject *py_sched_spawn(PyObject *m, PyObject *args)
 		Py_DECREF(box);
 		return odb_raise(ko, ret);
 	}
-	return PyLong_FromLong(ret);
+	return odb_py_checked(PyLong_FromLong(ret));
 }
 
 static PyObject *py_sched_run(PyObject *m, PyObject *args)
@@ -333,7 +333,7 @@ static PyObject *py_sched_trace_hash(PyObject *m, PyObject *args)
 		return NULL;
 	if (!(ko = odb_py_kernel(m, kobj, false)))
 		return NULL;
-	return PyLong_FromUnsignedLongLong(odb_sched_trace_hash(ko->k));
+	return odb_py_checked(PyLong_FromUnsignedLongLong(odb_sched_trace_hash(ko->k)));
 }
 
 static PyObject *py_sched_site_info(PyObject *m, PyObject *args)

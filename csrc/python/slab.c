@@ -24,15 +24,22 @@ static core_state *cache_state(CacheObject *c) { return c->kernel->st; }
 		CHECK_OPEN((c)->kernel); \
 	} while (0)
 
+/* A Python constructor, called by the core with no core lock held (slub.c,
+ * new_slab_irqs_on).  A constructor cannot fail in the kernel: its exception
+ * goes to sys.unraisablehook and the object is handed out as it left it.  An
+ * exception a callback of the same call left pending is kept aside meanwhile. */
 static void py_ctor(odb_kernel *k, odb_addr_t obj, void *ctx)
 {
 	CacheObject *c = ctx;
 	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *r = PyObject_CallFunction(c->ctor, "K", (unsigned long long)obj);
+	PyObject *et, *ev, *tb, *r;
 
+	PyErr_Fetch(&et, &ev, &tb);
+	r = PyObject_CallFunction(c->ctor, "K", (unsigned long long)obj);
 	if (!r)
 		PyErr_WriteUnraisable(c->ctor);
 	Py_XDECREF(r);
+	PyErr_Restore(et, ev, tb);
 	PyGILState_Release(g);
 }
 
@@ -223,7 +230,7 @@ static PyObject *py_ksize(PyObject *m, PyObject *args)
 	ret = odb_ksize(ko->k, a, &n);
 	if (ret)
 		return odb_raise(ko, ret);
-	return PyLong_FromSize_t(n);
+	return odb_py_checked(PyLong_FromSize_t(n));
 }
 
 static PyObject *py_krealloc(PyObject *m, PyObject *args)
@@ -284,7 +291,7 @@ static PyObject *py_slab_flags_parse(PyObject *m, PyObject *args)
 	ret = odb_slab_flags_parse(ko->k, letters, &f);
 	if (ret)
 		return odb_raise(ko, ret);
-	return PyLong_FromUnsignedLong(f);
+	return odb_py_checked(PyLong_FromUnsignedLong(f));
 }
 
 static PyObject *py_slab_flags_letters(PyObject *m, PyObject *arg)
@@ -323,7 +330,7 @@ static PyObject *py_slab_errors(PyObject *m, PyObject *kobj)
 
 	if (!ko)
 		return NULL;
-	return PyLong_FromUnsignedLong(odb_slab_errors(ko->k));
+	return odb_py_checked(PyLong_FromUnsignedLong(odb_slab_errors(ko->k)));
 }
 
 static PyObject *py_stat_names(PyObject *m, PyObject *unused)
@@ -435,7 +442,7 @@ static PyObject *Cache_alloc_bulk(CacheObject *c, PyObject *args)
 		PyList_SET_ITEM(list, i, v);
 	}
 	PyMem_Free(arr);
-	return list;
+	return odb_py_checked(list);
 }
 
 static PyObject *Cache_free_bulk(CacheObject *c, PyObject *seq)
@@ -486,7 +493,7 @@ static PyObject *Cache_validate(CacheObject *c, PyObject *unused)
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(c->kernel, ret);
-	return PyLong_FromLong(errors);
+	return odb_py_checked(PyLong_FromLong(errors));
 }
 
 static PyObject *Cache_flush(CacheObject *c, PyObject *unused)
@@ -612,7 +619,7 @@ static PyObject *Cache_bench_pairs(CacheObject *c, PyObject *args)
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(c->kernel, ret);
-	return PyLong_FromUnsignedLongLong(ns);
+	return odb_py_checked(PyLong_FromUnsignedLongLong(ns));
 }
 
 static PyObject *py_bench_malloc(PyObject *m, PyObject *args)
@@ -631,7 +638,7 @@ static PyObject *py_bench_malloc(PyObject *m, PyObject *args)
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise_status(get_state(m), ret, "bench: out of memory");
-	return PyLong_FromUnsignedLongLong(ns);
+	return odb_py_checked(PyLong_FromUnsignedLongLong(ns));
 }
 
 static PyObject *py_hackbench(PyObject *m, PyObject *args, PyObject *kw)
@@ -668,12 +675,12 @@ static PyObject *py_hackbench(PyObject *m, PyObject *args, PyObject *kw)
 	Py_END_ALLOW_THREADS
 	if (ret)
 		return odb_raise(ko, ret);
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "elapsed_ns", (unsigned long long)r.elapsed_ns,
+	return odb_py_checked(Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "elapsed_ns", (unsigned long long)r.elapsed_ns,
 			     "messages", (unsigned long long)r.messages,
 			     "alloc_failures", (unsigned long long)r.alloc_failures,
 			     "cpu_ns", (unsigned long long)r.cpu_ns,
 			     "list_lock_acquired", (unsigned long long)r.list_lock_acquired,
-			     "list_lock_contended", (unsigned long long)r.list_lock_contended);
+			     "list_lock_contended", (unsigned long long)r.list_lock_contended));
 }
 
 static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL); }

@@ -124,11 +124,11 @@ size_t odb_kmem_cache_list(odb_kernel *k, odb_cache **out, size_t max)
 	struct list_head *pos;
 	size_t n = 0;
 
-	mutex_lock(k, &ss->slab_mutex);
+	mutex_lock_nocb(k, &ss->slab_mutex);
 	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next, n++)
 		if (n < max)
 			out[n] = list_entry(pos, struct kmem_cache, list);
-	mutex_unlock(k, &ss->slab_mutex);
+	mutex_unlock_nocb(k, &ss->slab_mutex);
 	return n;
 }
 
@@ -437,7 +437,7 @@ char *odb_slabinfo_text(odb_kernel *k)
 		"# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab>"
 		" : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs>"
 		" <sharedavail>\n");
-	mutex_lock(k, &ss->slab_mutex);
+	mutex_lock_nocb(k, &ss->slab_mutex);
 	/* /proc/slabinfo lists the newest cache first */
 	for (pos = ss->slab_caches.prev; pos != &ss->slab_caches; pos = pos->prev) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
@@ -461,7 +461,7 @@ char *odb_slabinfo_text(odb_kernel *k)
 		memcpy(buf + len, line, (size_t)n + 1);
 		len += (size_t)n;
 	}
-	mutex_unlock(k, &ss->slab_mutex);
+	mutex_unlock_nocb(k, &ss->slab_mutex);
 	return buf;
 }
 

@@ -297,7 +297,10 @@ static void dec_slabs_node(struct kmem_cache *s, unsigned int objects)
 	atomic_fetch_sub(&s->node.total_objects, objects);
 }
 
-static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
+/* A new slab (ctor run on each object).  *fell_back: the preferred order
+ * failed (ORDER_FALLBACK, counted by the caller under the lock its flow
+ * counts with: allocate_slab may run with no lock held). */
+static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, bool *fell_back)
 {
 	struct odb_kernel *k = s->k;
 	unsigned int order = s->order, objects = s->objects;
@@ -308,13 +311,9 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, int cpu)
 
 	/* Try the preferred order quietly, then the minimum order (ORDER_FALLBACK). */
 	pg = order > s->min_order ? alloc_pages(k, alloc_gfp, order) : NULL;
+	*fell_back = false;
 	if (!pg) {
-		if (order > s->min_order) {
-			if (s->modern_debug)
-				stat_locked(s, cpu, ORDER_FALLBACK);   /* no irq lock held there */
-			else
-				stat_cpu(s, cpu, ORDER_FALLBACK);
-		}
+		*fell_back = order > s->min_order;
 		order = s->min_order;
 		objects = s->min_objects;
 		pg = alloc_pages(k, flags, order);
@@ -667,10 +666,10 @@ void slub_cpu_dead(struct odb_kernel *k, unsigned int cpu)
 	struct odb_slab_state *ss = slab_state(k);
 	struct list_head *pos;
 
-	mutex_lock(k, &ss->slab_mutex);
+	mutex_lock_nocb(k, &ss->slab_mutex);
 	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next)
 		__flush_cpu_slab(list_entry(pos, struct kmem_cache, list), cpu);
-	mutex_unlock(k, &ss->slab_mutex);
+	mutex_unlock_nocb(k, &ss->slab_mutex);
 }
 
 /* ---- allocation ------------------------------------------------------------------------ */
@@ -749,9 +748,12 @@ void *alloc_single_from_new_slab(struct kmem_cache *s, gfp_t gfp, unsigned long 
 				 unsigned int orig_size, bool counted)
 {
 	struct kmem_cache_node *n = &s->node;
-	struct slab *sl = allocate_slab(s, gfp, cpu);
+	bool fell_back;
+	struct slab *sl = allocate_slab(s, gfp, &fell_back);
 	void *object;
 
+	if (fell_back)
+		stat_locked(s, cpu, ORDER_FALLBACK);   /* no irq lock held here */
 	if (!sl) {
 		if (!counted)
 			stat_locked(s, cpu, ALLOC_SLOWPATH);
@@ -980,11 +982,45 @@ void *slab_alloc_modern_entry(struct kmem_cache *s, gfp_t gfp, unsigned long add
 	return object;
 }
 
-/* ___slab_alloc of the 2016 and older flows: irq lock of cpu held.  (The
- * modern debug flows take alloc_debug_modern from slab_alloc_modern.) */
+/*
+ * new_slab from ___slab_alloc: allocate_slab with the vCPU's irq lock dropped,
+ * as the kernel runs it with interrupts enabled (2016: local_irq_enable in
+ * allocate_slab for a gfp that may block; modern kernels call new_slab with
+ * the cpu slab's lock released), so a constructor never runs under it.
+ * Deliberate deviation: a cache with a Python constructor drops it for an
+ * atomic gfp too -- Python code never runs under a core lock (issue 18: its
+ * interpreter lock and the vCPU's would deadlock with a thread in kfree).
+ * Another task of the vCPU may have installed a cpu slab meanwhile: it is
+ * flushed, as new_slab_objects does after new_slab.  Not dropped when the
+ * section is nested (an exclusive binding, an outer local_irq_save).
+ */
+static struct slab *new_slab_irqs_on(struct kmem_cache *s, gfp_t gfp, int cpu, struct odb_task *t)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	bool fell_back;
+	struct slab *sl;
+
+	if (!(gfpflags_allow_blocking(gfp) || s->pctor) || t->irq_depth != 1 || t->exclusive ||
+	    t->irq_cpu != cpu) {
+		sl = allocate_slab(s, gfp, &fell_back);
+	} else {
+		odb_irq_restore_task(s->k, t, (unsigned long)cpu + 1);
+		sl = allocate_slab(s, gfp, &fell_back);
+		(void)odb_irq_save_task(s->k, t);   /* the task's own vCPU again: cpu */
+		if (c->slab)
+			flush_slab(s, c, cpu);
+	}
+	if (fell_back)
+		stat_cpu(s, cpu, ORDER_FALLBACK);
+	return sl;
+}
+
+/* ___slab_alloc of the 2016 and older flows: irq lock of cpu held (the
+ * task's; dropped around a new slab's allocation).  (The modern debug flows
+ * take alloc_debug_modern from slab_alloc_modern.) */
 static __attribute__((noinline))
 void *___slab_alloc(struct kmem_cache *s, gfp_t gfp, unsigned long addr, int cpu,
-		    unsigned int orig_size)
+		    unsigned int orig_size, struct odb_task *t)
 {
 	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 	void *freelist;
@@ -1020,7 +1056,7 @@ new_slab:
 	}
 	freelist = get_partial_node(s, c, cpu);
 	if (!freelist) {
-		sl = allocate_slab(s, gfp, cpu);
+		sl = new_slab_irqs_on(s, gfp, cpu, t);
 		if (!sl) {
 			slab_out_of_memory(s, gfp);
 			return NULL;
@@ -1091,7 +1127,7 @@ void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsig
 	c = &s->cpu_slab[cpu];
 	object = c->freelist;
 	if (unlikely(!object || kmem_cache_debug(s))) {
-		object = ___slab_alloc(s, gfp, addr, cpu, orig_size);
+		object = ___slab_alloc(s, gfp, addr, cpu, orig_size, t);
 	} else {
 		c->freelist = get_freepointer_checked(s, object);
 		c->tid++;
@@ -1690,9 +1726,9 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	s->modern_fast = s->debug_init_only && s->init_poison_only && !s->kasan &&
 			 !s->check_obj_freed && s->object_size >= 16 && s->object_size <= 64 &&
 			 !k->sched_controlled;
-	mutex_lock(k, &slab_state(k)->slab_mutex);
+	mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
 	list_add_tail(&s->list, &slab_state(k)->slab_caches);
-	mutex_unlock(k, &slab_state(k)->slab_mutex);
+	mutex_unlock_nocb(k, &slab_state(k)->slab_mutex);
 	return s;
 }
 
@@ -1702,7 +1738,7 @@ struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name)
 	struct list_head *pos, *n;
 	struct kmem_cache *found = NULL;
 
-	mutex_lock(k, &ss->slab_mutex);
+	mutex_lock_nocb(k, &ss->slab_mutex);
 	list_for_each_safe(pos, n, &ss->slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 		if (!strcmp(s->name, name)) {
@@ -1710,7 +1746,7 @@ struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name)
 			break;
 		}
 	}
-	mutex_unlock(k, &ss->slab_mutex);
+	mutex_unlock_nocb(k, &ss->slab_mutex);
 	return found;
 }
 
@@ -1830,9 +1866,9 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 		return;
 	kvfree_rcu_barrier(k);      /* v6.12+: pending kfree_rcu()s first */
 	cpus_read_lock(k);          /* no vCPU comes or goes during the destroy */
-	mutex_lock(k, &slab_state(k)->slab_mutex);
+	mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
 	list_del(&s->list);
-	mutex_unlock(k, &slab_state(k)->slab_mutex);
+	mutex_unlock_nocb(k, &slab_state(k)->slab_mutex);
 	kasan_cache_shutdown(s);          /* quarantined objects go back first */
 	err = kmem_cache_shutdown(s);
 	cpus_read_unlock(k);
@@ -1848,9 +1884,9 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 			 "called from %s", s->name, "kmem_cache_destroy");
 		odb_warn(k, "slub", "Slab cache still has objects", s->name, 0, NULL, msg,
 			 "mm/slab_common.c", __LINE__, (const void *)kmem_cache_destroy);
-		mutex_lock(k, &slab_state(k)->slab_mutex);
+		mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
 		list_add_tail(&s->list, &slab_state(k)->zombies);
-		mutex_unlock(k, &slab_state(k)->slab_mutex);
+		mutex_unlock_nocb(k, &slab_state(k)->slab_mutex);
 		return;
 	}
 	free_cache(s);

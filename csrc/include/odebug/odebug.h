@@ -700,7 +700,17 @@ struct odb_debug_obj_descr {
 	bool (*fixup_destroy)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
 	bool (*fixup_free)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
 	bool (*fixup_assert_init)(odb_kernel *k, odb_addr_t addr, enum odb_debug_obj_state state, void *ctx);
+	/* ODB_DESCR_* (0: the kernel's behaviour) */
+	unsigned int flags;
 };
+/* The callbacks never run while the calling thread holds a core lock (a
+ * vCPU's irq lock, slab_mutex, the quarantine's srcu): a "free active" warning
+ * (its debug_hint) and fixup_free found by a slab page freed under one are
+ * deferred until the API call returns.  Set it when a callback calls odebug
+ * again or blocks on something another odebug caller may hold (the Python
+ * binding sets it: its callbacks take the interpreter lock).  Without it the
+ * callbacks run where the kernel runs them, in atomic context. */
+#define ODB_DESCR_DEFER_ATOMIC 0x1u
 
 /* The API of include/linux/debugobjects.h.  ODB_EINVAL (with a message) for a
  * NULL descriptor or one without a name. */
