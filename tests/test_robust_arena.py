@@ -210,3 +210,31 @@ def test_huge_reads_cost_only_the_bytes_that_exist():
         with pytest.raises(odebug.InvalidArgument, match="outside"):
             k.kasan.shadow(k.arena_start, 1 << 40)
         assert k.kasan.counters()["detections"] >= 3
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_raising_debug_hint_during_the_c_churn(monkeypatch, threads):
+    """A Python tracker on one of the churn scenario's addresses: the churn's
+    init warns about it and calls its raising debug_hint.  On the calling thread
+    the exception comes out of churn(); on the scenario's C threads (no Python
+    caller there) it goes to sys.unraisablehook; never SystemError."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
+    with odebug.Kernel(cpus=2, ram="16M") as k:
+        d = k.debug_objects
+
+        def hint(addr):
+            raise ValueError("hint")
+
+        pyd = odebug.ObjectDescr("py", debug_hint=hint)
+        churn_base = 0xffff888000000000 + (1 << 40)   # object_churn.c's CHURN_BASE
+        d.init(churn_base, pyd)
+        d.activate(churn_base, pyd)
+        if threads:
+            assert d.churn(3, 10, 2, threads=True)["cycles"] > 0
+            assert seen and all(isinstance(e, ValueError) for e in seen)
+        else:
+            with pytest.raises(ValueError, match="hint"):
+                d.churn(3, 10, 2)
+            assert seen == []
+        assert [r.kind for r in k.reports][:2] == ["init active", "activate active"]
