@@ -133,6 +133,18 @@ class Kasan:
         return _core.kasan_counters(self._k)
 
     @property
+    def multi_shot(self) -> bool:
+        """``kasan_multi_shot``: every bad access reported (True), or only the first
+        since boot (False, the kernel's default).  Settable at run time, as the
+        kernel's KASAN tests flip it (kasan_save_enable_multi_shot); turning it off
+        does not re-arm the first report if one was made."""
+        return bool(_core.kasan_counters(self._k)["multi_shot"])
+
+    @multi_shot.setter
+    def multi_shot(self, on: bool) -> None:
+        _core.kasan_set_multi_shot(self._k, bool(on))
+
+    @property
     def detections(self) -> int:
         return _core.kasan_counters(self._k)["detections"]
 

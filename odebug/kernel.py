@@ -10,7 +10,9 @@ import weakref
 from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Union
 
 from . import _core
-from .report import Report
+import warnings
+
+from .report import Report, Reports, SuppressedReportsWarning
 
 if TYPE_CHECKING:  # pragma: no cover
     from .debugobjects import DebugObjects  # noqa: F401
@@ -251,9 +253,28 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
 
     # -- log and reports ----------------------------------------------------------------
     @property
-    def reports(self) -> List[Report]:  # type: ignore[override]
-        """Every report made so far, oldest first."""
-        return _core.Kernel.reports(self, 0)
+    def reports(self) -> Reports:  # type: ignore[override]
+        """Every report made so far, oldest first (a list; see :class:`odebug.report.Reports`).
+
+        KASAN reports only its first bad access per boot unless ``kasan_multi_shot``
+        is on (the kernel's default; ``k.kasan.multi_shot = True`` turns it on at run
+        time, as the kernel's KASAN test module does): the later detections are
+        counted in ``.suppressed`` (shown by the list's repr) and the first time
+        there are any a :class:`odebug.SuppressedReportsWarning` is issued."""
+        r = Reports(_core.Kernel.reports(self, 0))
+        r.suppressed = self._suppressed()
+        return r
+
+    def _suppressed(self) -> int:
+        if self.closed:
+            return 0
+        n = int(_core.kasan_counters(self)["suppressed"])
+        if n and not self.__dict__.get("_warned_suppressed"):
+            self.__dict__["_warned_suppressed"] = True
+            warnings.warn(f"KASAN suppressed {n} report(s) after the first: kasan_multi_shot is "
+                          f"off (boot with it, or set k.kasan.multi_shot = True)",
+                          SuppressedReportsWarning, stacklevel=3)
+        return n
 
     @contextlib.contextmanager
     def expect_report(self, kind: Optional[str] = None, *, subsystem: Optional[str] = None,
@@ -268,7 +289,10 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
                        and (subsystem is None or r.subsystem == subsystem)]
         if not got.reports:
             seen = ", ".join(repr(r.kind) for r in new) or "none"
-            raise AssertionError(f"expected a {kind or 'any'!s} report, got: {seen}")
+            n = self._suppressed()
+            why = (f" ({n} KASAN report(s) suppressed so far: kasan_multi_shot is off, "
+                   f"so KASAN reports only its first bad access)" if n else "")
+            raise AssertionError(f"expected a {kind or 'any'!s} report, got: {seen}{why}")
         if count is not None and len(got.reports) != count:
             raise AssertionError(f"expected {count} {kind!r} reports, got {len(got.reports)}")
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import List, Optional
 
 
 @dataclass(frozen=True)
@@ -47,3 +47,25 @@ class Report:
 
     def __str__(self) -> str:
         return self.text
+
+
+class SuppressedReportsWarning(UserWarning):
+    """KASAN found more bad accesses than it reported: without ``kasan_multi_shot``
+    (the kernel's default) only the first report since boot is printed."""
+
+
+class Reports(List[Report]):
+    """``k.reports``: a list of :class:`Report`, oldest first.  ``suppressed`` counts
+    the KASAN detections not reported because ``kasan_multi_shot`` is off (the
+    kernel's default: one KASAN report per boot; ``clear_reports()`` does not
+    re-arm it); the repr says so when there are any."""
+
+    suppressed: int = 0
+
+    def __repr__(self) -> str:
+        base = super().__repr__()
+        if not self.suppressed:
+            return base
+        return (f"{base}  # and {self.suppressed} KASAN report(s) suppressed: without "
+                f"kasan_multi_shot only the first is made (k.kasan.multi_shot = True)")
+

@@ -457,10 +457,13 @@ class KernelMachine(RuleBasedStateMachine):
     (``self.kernel``), reports checked against the model, and the failing
     example printed as a reproducer script plus its reports.
 
-    Subclasses set ``cmdline``, ``cpus``, ``ram``, ``seed``; their rules call
-    :meth:`acknowledge` after a call whose reports the model predicted (and
-    asserted), or override :meth:`report_expected`.  Any other report fails
-    the example (invariant ``no_unexpected_reports``).
+    Subclasses set ``cmdline`` (the kernel command line each example boots with:
+    a class attribute or a property; override it to test other boot options,
+    e.g. ``cmdline = SlabMachine.cmdline + " odebug.slub_path=modern"``),
+    ``cpus``, ``ram``, ``seed``; their rules call :meth:`acknowledge` after a
+    call whose reports the model predicted (and asserted), or override
+    :meth:`report_expected`.  Any other report fails the example (invariant
+    ``no_unexpected_reports``).
     """
 
     cmdline = ""
@@ -776,10 +779,13 @@ class SlabMachine(KernelMachine):
     the model made (2 errors per corruption: the report and its FIX); the
     cache's statistics add up (allocations - frees == live objects); no report
     the model did not expect.  The kernel boots with ``kasan=off
-    no_debug_objects`` so that the slab alone is under test.
+    no_debug_objects`` so that the slab alone is under test, and with
+    ``slub_debug=FZPU,kmalloc-*``: a rule of a subclass that overflows or
+    corrupts a ``kmalloc`` object is caught by the kmalloc caches' checks
+    (the machine's own caches take exactly their drawn flags).
     """
 
-    cmdline = "kasan=off no_debug_objects"
+    cmdline = "kasan=off no_debug_objects slub_debug=FZPU,kmalloc-*"
     #: the pre-2016 path checks every debug cache (not only F) on alloc and free
     locked = False
     caches = Bundle("caches")

@@ -757,3 +757,35 @@ def test_storm_mutex_and_lock_waits():
     s = k.kasan.quarantine.stats()
     assert s["lock_waits"] == 0 and s["lock_wait_ns_total"] == 0   # one thread: no contention
     k.close()
+
+
+def test_multi_shot_is_settable_at_run_time_and_suppression_is_visible():
+    """Issue 19.6 / 17: the kernel's default (no kasan_multi_shot) reports the
+    first bad access only; the rest are counted, shown in k.reports' repr, and
+    warned about once.  k.kasan.multi_shot flips it at run time."""
+    with odebug.Kernel("no_debug_objects", ram="16M") as k:
+        assert k.kasan.multi_shot is False
+        p = k.kmalloc(32)
+        k.kfree(p)
+        k.read(p, 1)                                  # reported
+        q = k.kmalloc(16)
+        k.write(q + 16, b"x")                         # suppressed
+        k.kfree(q)
+        k.kfree(q)                                    # suppressed (double free)
+        with pytest.warns(odebug.SuppressedReportsWarning, match="suppressed 2 report"):
+            reps = k.reports
+        assert [r.kind for r in reps] == ["slab-use-after-free"]
+        assert reps.suppressed == 2 and "2 KASAN report(s) suppressed" in repr(reps)
+        k.clear_reports()                             # does not re-arm (as the kernel)
+        r = k.kmalloc(16)
+        with pytest.raises(AssertionError, match="suppressed so far"):
+            with k.expect_report("slab-out-of-bounds"):
+                k.write(r + 16, b"x")
+        k.kasan.multi_shot = True                     # as kasan_test's kunit init does
+        assert k.kasan.multi_shot is True and "kasan_multi_shot" not in k.cmdline
+        with k.expect_report("slab-out-of-bounds"):
+            k.write(r + 16, b"y")
+        k.kasan.multi_shot = False
+        k.write(r + 16, b"z")
+        assert [x.kind for x in k.reports] == ["slab-out-of-bounds"]
+        assert k.reports.suppressed == 4

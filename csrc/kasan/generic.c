@@ -422,6 +422,18 @@ int odb_kasan_shadow(odb_kernel *k, odb_addr_t addr, size_t n, uint8_t *out, siz
 	return ODB_OK;
 }
 
+int odb_kasan_set_multi_shot(odb_kernel *k, bool on, bool *old)
+{
+	struct kasan_state *ks = kasan_state(k);
+	bool was = false;
+
+	if (ks)
+		was = __atomic_exchange_n(&ks->multi_shot, on, __ATOMIC_RELAXED);
+	if (old)
+		*old = was;
+	return ks ? ODB_OK : odb_err(k, ODB_ESTATE, "KASAN is not built into this kernel");
+}
+
 int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out)
 {
 	struct kasan_state *ks = kasan_state(k);
@@ -430,7 +442,7 @@ int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out)
 	if (!ks)
 		return ODB_OK;
 	out->enabled = kasan_enabled(k);
-	out->multi_shot = ks->multi_shot;
+	out->multi_shot = __atomic_load_n(&ks->multi_shot, __ATOMIC_RELAXED);
 	out->fault_panic = ks->fault_panic;
 	out->detections = atomic_load(&ks->detections);
 	out->reports = atomic_load(&ks->reports);

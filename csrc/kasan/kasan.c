@@ -55,13 +55,13 @@ int kasan_param_multi_shot(struct odb_kernel *k, const char *val)
 {
 	if (val)
 		return odb_err(k, ODB_EINVAL, "kasan_multi_shot: takes no value (`%s')", val);
-	kasan_state(k)->multi_shot = true;
+	__atomic_store_n(&kasan_state(k)->multi_shot, true, __ATOMIC_RELAXED);
 	return 0;
 }
 
 void kasan_param_multi_shot_show(struct odb_kernel *k, char *buf, size_t len)
 {
-	snprintf(buf, len, "%d", kasan_state(k)->multi_shot ? 1 : 0);
+	snprintf(buf, len, "%d", __atomic_load_n(&kasan_state(k)->multi_shot, __ATOMIC_RELAXED) ? 1 : 0);
 }
 
 int kasan_param_quarantine(struct odb_kernel *k, const char *val)

@@ -262,7 +262,7 @@ void print_memory_metadata(struct odb_kernel *k, struct odb_report_impl *r, odb_
 /* ---- report control ---------------------------------------------------------------------- */
 static bool report_enabled(struct kasan_state *ks)
 {
-	if (ks->multi_shot)
+	if (__atomic_load_n(&ks->multi_shot, __ATOMIC_RELAXED))
 		return true;
 	return !atomic_exchange(&ks->reported, true);
 }
@@ -272,7 +272,7 @@ static void kasan_panic(struct odb_kernel *k, struct odb_report_impl *r)
 	struct kasan_state *ks = kasan_state(k);
 	struct odb_task *t;
 
-	if (!ks->multi_shot)
+	if (!__atomic_load_n(&ks->multi_shot, __ATOMIC_RELAXED))
 		odb_check_panic_on_warn(k, &r->pub);          /* check_panic_on_warn("KASAN") */
 	if (!ks->fault_panic)
 		return;

@@ -267,6 +267,24 @@ static PyObject *py_kasan_shadow(PyObject *m, PyObject *args)
 	return res;
 }
 
+static PyObject *py_kasan_set_multi_shot(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	KernelObject *ko;
+	int on, ret;
+	bool old;
+
+	if (!PyArg_ParseTuple(args, "Op", &kobj, &on))
+		return NULL;
+	ko = odb_py_kernel(m, kobj, true);
+	if (!ko)
+		return NULL;
+	ret = odb_kasan_set_multi_shot(ko->k, on, &old);
+	if (ret)
+		return odb_raise(ko, ret);
+	return PyBool_FromLong(old);
+}
+
 static PyObject *py_kasan_counters(PyObject *m, PyObject *args)
 {
 	PyObject *kobj;
@@ -589,6 +607,8 @@ static PyMethodDef kasan_methods[] = {
 	{ "kasan_check_byte", py_kasan_check_byte, METH_VARARGS, "kasan_check_byte(kernel, addr) -> bool." },
 	{ "kasan_shadow", py_kasan_shadow, METH_VARARGS, "kasan_shadow(kernel, addr, n) -> bytes." },
 	{ "kasan_counters", py_kasan_counters, METH_VARARGS, "kasan_counters(kernel) -> dict." },
+	{ "kasan_set_multi_shot", py_kasan_set_multi_shot, METH_VARARGS,
+	  "kasan_set_multi_shot(kernel, on) -> the previous value." },
 	{ "kasan_quarantine_stats", py_kasan_quarantine_stats, METH_VARARGS, "Quarantine stats dict." },
 	{ "kasan_quarantine_reduce", py_kasan_quarantine_reduce, METH_VARARGS, "One quarantine reduce." },
 	{ "kasan_quarantine_drain", py_kasan_quarantine_drain, METH_VARARGS, "Free every quarantined object." },

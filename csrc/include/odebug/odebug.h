@@ -586,6 +586,11 @@ struct odb_kasan_counters {
 	uint64_t suppressed;        /* detections after the first without kasan_multi_shot */
 };
 ODB_API int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out);
+/* kasan_multi_shot at run time (the kernel's kasan_save_enable_multi_shot /
+ * kasan_restore_multi_shot, as its KASAN test module flips it): on, every bad
+ * access is reported; off, only the first since boot (the "reported" bit is
+ * never re-armed, as in the kernel).  *old (may be NULL): the previous value. */
+ODB_API int odb_kasan_set_multi_shot(odb_kernel *k, bool on, bool *old);
 
 /* The quarantine's sizing for a machine, without a kernel: totalram / 32 minus
  * 1 MiB per online CPU (clamped at 0), batches = max(1024, 4 * CONFIG_NR_CPUS),
