@@ -90,6 +90,12 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
     The command line takes kernel-style parameters (``key``, ``key=value``,
     ``key="quoted value"``); unknown ones are listed in dmesg as the kernel does,
     and a malformed value raises ``ValueError`` naming the parameter.
+
+    KASAN (generic, on unless ``kasan=off``) reports only the first bad access
+    per boot, as the kernel does without ``kasan_multi_shot``: later detections
+    are counted in ``k.reports.suppressed`` (a :class:`odebug.SuppressedReportsWarning`
+    the first time) and ``clear_reports()`` does not re-arm it.  Boot with
+    ``kasan_multi_shot`` or set ``k.kasan.multi_shot = True`` to see them all.
     """
 
     #: INITIAL_JIFFIES of this kernel's HZ (jiffies at boot)
