@@ -217,3 +217,41 @@ out["reports"] = [r.kind for r in k.reports]
 """)
     assert out["raised"] == "'deferred'" and out["destroyed"] is True
     assert out["reports"] == ["free active"]
+
+
+def test_destroy_of_a_cache_in_use_is_refused():
+    """A ctor that lets the interpreter lock go while another thread destroys its
+    cache (or that destroys it itself): destroy() raises StateError while a call
+    on the cache is in progress, instead of freeing the cache under it (the
+    fuzzer's crash: alloc/alloc_bulk on a destroyed cache)."""
+    out = _run("""
+    import time
+    k = odebug.Kernel("", cpus=2, ram="32M")
+    errs = []
+    def ctor(addr):
+        if out["calls"] == 0:
+            out["calls"] += 1
+            try:
+                c.destroy()                    # the same thread, inside its own alloc
+            except odebug.StateError as e:
+                errs.append("self: " + str(e))
+            th = threading.Thread(target=other, daemon=True)
+            th.start()
+            th.join(20)
+            out["joined"].append(not th.is_alive())
+    def other():
+        try:
+            c.destroy()
+        except odebug.StateError as e:
+            errs.append("other: " + str(e))
+    c = k.kmem_cache_create("busy", 256, ctor=ctor)
+    p = c.alloc()
+    out["errs"] = errs
+    out["alive"] = not c.destroyed and k.read(p, 1) is not None
+    c.free(p)
+    c.destroy()
+    out["destroyed"] = c.destroyed
+    """)
+    assert out["joined"] == [True] and out["alive"] and out["destroyed"]
+    assert [e.split(":")[0] for e in out["errs"]] == ["self", "other"]
+    assert all("in use by another call" in e for e in out["errs"])

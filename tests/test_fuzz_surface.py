@@ -252,7 +252,11 @@ class CallbackBoom(Exception):
 
 def _child_run(ex):
     import threading
+    import warnings
     import odebug
+
+    # the fuzzer reads k.reports after examples that made many KASAN detections
+    warnings.simplefilter("ignore", odebug.SuppressedReportsWarning)
 
     allowed = (odebug.Error, ValueError, TypeError, MemoryError, CallbackBoom)
     if "overflow_error" in _PENDING_FIXES:

@@ -13,6 +13,11 @@ typedef struct {
 	odb_cache *s;             /* NULL once destroyed */
 	PyObject *ctor;           /* Python constructor or NULL */
 	PyObject *name;
+	/* binding calls on this cache in progress, on any thread (counted under
+	 * the GIL): destroy() refuses while there are any, so that a call whose
+	 * callback or released GIL let another thread in never finds its cache
+	 * freed under it (issue 18) */
+	Py_ssize_t busy;
 } CacheObject;
 
 static core_state *cache_state(CacheObject *c) { return c->kernel->st; }
@@ -52,6 +57,7 @@ static PyObject *new_cache(core_state *st, KernelObject *ko, odb_cache *s, PyObj
 		return NULL;
 	c->kernel = (KernelObject *)Py_NewRef(ko);
 	c->s = s;
+	c->busy = 0;
 	c->ctor = ctor ? Py_NewRef(ctor) : NULL;
 	odb_kmem_cache_info(ko->k, s, &info);
 	c->name = PyUnicode_FromString(info.name);
@@ -92,6 +98,7 @@ static PyObject *py_cache_create(PyObject *m, PyObject *args)
 		return NULL;
 	c->kernel = (KernelObject *)Py_NewRef(ko);
 	c->s = NULL;
+	c->busy = 0;
 	c->ctor = Py_NewRef(ctor);
 	c->name = PyUnicode_FromString(name);
 	PyObject_GC_Track(c);
@@ -359,7 +366,9 @@ static PyObject *Cache_alloc(CacheObject *c, PyObject *args)
 	if (!PyArg_ParseTuple(args, "|I", &gfp))
 		return NULL;
 	CACHE_READY(c);
+	c->busy++;
 	ret = odb_kmem_cache_alloc(c->kernel->k, c->s, gfp, &a);
+	c->busy--;
 	if (ret == ODB_ENOMEM)
 		Py_RETURN_NONE;
 	if (ret)
@@ -379,7 +388,9 @@ static PyObject *Cache_kmalloc(CacheObject *c, PyObject *args)
 	CACHE_READY(c);
 	if (size < 0)
 		return PyErr_Format(cache_state(c)->InvalidArgument, "kmalloc: negative size %zd", size), NULL;
+	c->busy++;
 	ret = odb_kmem_cache_kmalloc(c->kernel->k, c->s, (size_t)size, gfp, &a);
+	c->busy--;
 	if (ret == ODB_ENOMEM)
 		Py_RETURN_NONE;
 	if (ret)
@@ -395,7 +406,9 @@ static PyObject *Cache_free(CacheObject *c, PyObject *arg)
 	if (a == (unsigned long long)-1 && PyErr_Occurred())
 		return NULL;
 	CACHE_READY(c);
+	c->busy++;
 	ret = odb_kmem_cache_free(c->kernel->k, c->s, a);
+	c->busy--;
 	if (ret)
 		return odb_raise(c->kernel, ret);
 	Py_RETURN_NONE;
@@ -417,6 +430,7 @@ static PyObject *Cache_alloc_bulk(CacheObject *c, PyObject *args)
 	arr = PyMem_Calloc((size_t)n + 1, sizeof(*arr));
 	if (!arr)
 		return PyErr_NoMemory();
+	c->busy++;
 	if (c->ctor) {
 		ret = odb_kmem_cache_alloc_bulk(c->kernel->k, c->s, gfp, (size_t)n, arr);
 	} else {
@@ -424,6 +438,7 @@ static PyObject *Cache_alloc_bulk(CacheObject *c, PyObject *args)
 		ret = odb_kmem_cache_alloc_bulk(c->kernel->k, c->s, gfp, (size_t)n, arr);
 		Py_END_ALLOW_THREADS
 	}
+	c->busy--;
 	if (ret == ODB_ENOMEM) {
 		PyMem_Free(arr);
 		Py_RETURN_NONE;
@@ -473,9 +488,11 @@ static PyObject *Cache_free_bulk(CacheObject *c, PyObject *seq)
 		}
 	}
 	Py_DECREF(fast);
+	c->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	ret = odb_kmem_cache_free_bulk(c->kernel->k, c->s, (size_t)n, arr);
 	Py_END_ALLOW_THREADS
+	c->busy--;
 	PyMem_Free(arr);
 	if (ret)
 		return odb_raise(c->kernel, ret);
@@ -488,9 +505,11 @@ static PyObject *Cache_validate(CacheObject *c, PyObject *unused)
 	int ret;
 
 	CACHE_READY(c);
+	c->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	ret = odb_kmem_cache_validate(c->kernel->k, c->s, &errors);
 	Py_END_ALLOW_THREADS
+	c->busy--;
 	if (ret)
 		return odb_raise(c->kernel, ret);
 	return odb_py_checked(PyLong_FromLong(errors));
@@ -501,9 +520,11 @@ static PyObject *Cache_flush(CacheObject *c, PyObject *unused)
 	int ret;
 
 	CACHE_READY(c);
+	c->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	ret = odb_kmem_cache_flush(c->kernel->k, c->s);
 	Py_END_ALLOW_THREADS
+	c->busy--;
 	if (ret)
 		return odb_raise(c->kernel, ret);
 	Py_RETURN_NONE;
@@ -515,6 +536,10 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 	int ret;
 
 	CACHE_READY(c);
+	if (c->busy)
+		return PyErr_Format(cache_state(c)->StateError,
+				    "cache %U is in use by another call (another thread, or a callback "
+				    "of a call on it): destroy it when that call has returned", c->name), NULL;
 	c->s = NULL;
 	if (c->ctor) {
 		ret = odb_kmem_cache_destroy(c->kernel->k, s);
@@ -614,9 +639,11 @@ static PyObject *Cache_bench_pairs(CacheObject *c, PyObject *args)
 	CACHE_READY(c);
 	if (c->ctor)
 		return PyErr_SetString(cache_state(c)->StateError, "bench: not on a cache with a Python ctor"), NULL;
+	c->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	ret = odb_bench_slab_pairs(c->kernel->k, c->s, n.v, (unsigned int)batch.v, exclusive, &ns);
 	Py_END_ALLOW_THREADS
+	c->busy--;
 	if (ret)
 		return odb_raise(c->kernel, ret);
 	return odb_py_checked(PyLong_FromUnsignedLongLong(ns));
