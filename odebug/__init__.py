@@ -36,14 +36,14 @@ from ._core import (  # noqa: F401  (re-exported)
     StateError,
 )
 from .kernel import Kernel, parse_size
-from .report import Report, Reports, SuppressedReportsWarning, Track
+from .report import Report, ReportKind, Reports, SuppressedReportsWarning, Track
 from .debugobjects import DebugObjects, ObjectDescr, State as ObjectState
 from .kasan import Kasan, Quarantine, quarantine_geometry
 from . import sched
 from .sched import explore
 
 __all__ = [
-    "Kernel", "Report", "Reports", "SuppressedReportsWarning", "Track",
+    "Kernel", "Report", "ReportKind", "Reports", "SuppressedReportsWarning", "Track",
     "Error", "InvalidArgument", "ClosedError", "StateError",
     "NotFound", "KernelBug", "ObjectDescr", "Kasan", "Quarantine", "quarantine_geometry", "DebugObjects", "ObjectState", "get_include", "get_library", "parse_size", "build_info", "sched", "explore",
 ]

@@ -7,12 +7,12 @@ import os
 import re
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Pattern, Union
 
 from . import _core
 import warnings
 
-from .report import Report, Reports, SuppressedReportsWarning
+from .report import Report, ReportKind, Reports, SuppressedReportsWarning
 
 if TYPE_CHECKING:  # pragma: no cover
     from .debugobjects import DebugObjects  # noqa: F401
@@ -283,22 +283,29 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
         return n
 
     @contextlib.contextmanager
-    def expect_report(self, kind: Optional[str] = None, *, subsystem: Optional[str] = None,
+    def expect_report(self, kind: "Union[str, ReportKind, Pattern[str], None]" = None, *,
+                      subsystem: Optional[str] = None,
                       count: Optional[int] = None) -> Iterator[ExpectedReports]:
-        """Fail (AssertionError) unless the block makes a report of this kind
-        (and subsystem; exactly ``count`` of them when given)."""
+        """Fail (AssertionError) unless the block makes a matching report (of
+        ``subsystem`` too when given; exactly ``count`` of them when given).
+
+        ``kind`` is a :class:`odebug.ReportKind` (that kind exactly), a string
+        (a kind, e.g. ``"slab-use-after-free"``, or any part of the report's title,
+        e.g. ``"Redzone overwritten"`` matches ``kmalloc Redzone overwritten``), a
+        compiled regular expression searched in the title, or None (any report)."""
         start = self.report_count
         got = ExpectedReports()
         yield got
         new = _core.Kernel.reports(self, start)
-        got.reports = [r for r in new if (kind is None or r.kind == kind)
+        got.reports = [r for r in new if r.matches(kind)
                        and (subsystem is None or r.subsystem == subsystem)]
         if not got.reports:
-            seen = ", ".join(repr(r.kind) for r in new) or "none"
+            seen = ", ".join(repr(str(r.kind)) for r in new) or "none"
             n = self._suppressed()
             why = (f" ({n} KASAN report(s) suppressed so far: kasan_multi_shot is off, "
                    f"so KASAN reports only its first bad access)" if n else "")
-            raise AssertionError(f"expected a {kind or 'any'!s} report, got: {seen}{why}")
+            want = kind.pattern if isinstance(kind, re.Pattern) else (kind or "any")
+            raise AssertionError(f"expected a {want!s} report, got: {seen}{why}")
         if count is not None and len(got.reports) != count:
             raise AssertionError(f"expected {count} {kind!r} reports, got {len(got.reports)}")
 

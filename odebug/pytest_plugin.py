@@ -44,7 +44,7 @@ def _kernel_class() -> type:
             self._pt_allow = frozenset(allow)
 
         @contextlib.contextmanager
-        def expect_report(self, kind: Optional[str] = None, *, subsystem: Optional[str] = None,
+        def expect_report(self, kind: Any = None, *, subsystem: Optional[str] = None,
                           count: Optional[int] = None) -> Iterator[Any]:
             """As :meth:`odebug.Kernel.expect_report`; the matched reports, and every
             report the block made, count as expected by the test."""

@@ -52,7 +52,7 @@ class Race:
         if said:
             return "validate: " + said[0]
         if run.reports:
-            return f"report: {run.reports[0].kind}"
+            return f"report: {run.reports[0].message}"
         return None
 
     def explore(self, scheduler: Optional["_sched.Scheduler"] = None, budget: int = 1000, *,

@@ -359,7 +359,7 @@ def _default_failure(k: "Kernel", run: Run) -> Optional[str]:
         t, e = run.errors[0]
         return f"task {t.id} raised {type(e).__name__}: {e}"
     if run.reports:
-        return f"report: {run.reports[0].kind}"
+        return f"report: {run.reports[0].message}"
     return None
 
 

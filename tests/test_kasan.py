@@ -789,3 +789,28 @@ def test_multi_shot_is_settable_at_run_time_and_suppression_is_visible():
         k.write(r + 16, b"z")
         assert [x.kind for x in k.reports] == ["slab-out-of-bounds"]
         assert k.reports.suppressed == 4
+
+
+def test_report_kinds_are_an_enumeration_and_expect_report_matches_titles():
+    """Issue 19.5: kinds are odebug.ReportKind members; expect_report takes a kind,
+    a title substring or a regex."""
+    with odebug.Kernel("slub_debug=FZPU,kmalloc-* kasan=off", ram="16M") as k:
+        p = k.kmalloc(20)
+        k.raw(p + 20, 1)[0] = 1
+        with k.expect_report("Redzone overwritten") as got:          # title substring
+            k.kfree(p)
+        r = got.report
+        assert r.kind is odebug.ReportKind.KMALLOC_REDZONE_OVERWRITTEN
+        assert r.kind == "kmalloc Redzone overwritten" and r.cache == "kmalloc-32"
+        assert r.title == "BUG kmalloc-32 (Not tainted): kmalloc Redzone overwritten"
+        q = k.kmalloc(20)
+        k.raw(q + 20, 1)[0] = 1
+        with k.expect_report(re.compile(r"kmalloc-\d+ .*: kmalloc Redzone")):
+            k.kfree(q)
+        q = k.kmalloc(20)
+        k.raw(q + 20, 1)[0] = 1
+        with k.expect_report(odebug.ReportKind.KMALLOC_REDZONE_OVERWRITTEN):
+            k.kfree(q)
+        with pytest.raises(AssertionError):
+            with k.expect_report(odebug.ReportKind.DOUBLE_FREE):
+                k.kfree(k.kmalloc(8))

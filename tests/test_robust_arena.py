@@ -55,7 +55,7 @@ def test_corrupt_free_pointer_is_isolated(cmdline, target):
         assert all(b == bytearray(b"\\x5a" * 65536) for b in canaries)
         p = k.kmalloc(64); k.kfree(p)       # the kernel still answers
         print("isolated" if "FIX victim: Isolate corrupted freechain" in k.dmesg() else "-")
-        print(sorted({{r.kind for r in k.reports}}))
+        print(sorted({{str(r.kind) for r in k.reports}}))
     """)
     *_, isolated, kinds = out.strip().splitlines()
     kinds = eval(kinds)

@@ -361,7 +361,7 @@ def test_offline_vcpu_and_cache_destroy(fixes):
         c.destroy()
         kinds = [r.kind for r in k.reports]
         assert kinds == ([] if name == "v5.10" else
-                         ["Objects remaining in victim on __kmem_cache_shutdown()",
+                         ["Objects remaining on __kmem_cache_shutdown()",
                           "Slab cache still has objects"])
 
 

@@ -116,7 +116,10 @@ def test_leak_destroy(path):
     p = s.alloc()
     assert errors_of(k, s.destroy) == 2
     r, w = k.reports[-2:]
-    assert r.kind == "Objects remaining in TestSlub_leak_destroy on __kmem_cache_shutdown()"
+    assert r.kind == odebug.ReportKind.OBJECTS_REMAINING_ON_KMEM_CACHE_SHUTDOWN
+    assert r.cache == "TestSlub_leak_destroy"
+    assert r.message == "Objects remaining in TestSlub_leak_destroy on __kmem_cache_shutdown()"
+    assert r.title.startswith("BUG TestSlub_leak_destroy (")
     assert f"Object 0x{p:016x} @offset=" in r.text
     # then kmem_cache_destroy's WARN, and the cache stays (as the kernel keeps it)
     assert (w.subsystem, w.kind, w.cache) == ("slub", "Slab cache still has objects",

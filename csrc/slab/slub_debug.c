@@ -951,7 +951,8 @@ void list_slab_objects(struct kmem_cache *s, struct slab *sl, const char *text)
 	void *fp;
 
 	snprintf(msg, sizeof(msg), text, s->name);
-	r = slab_bug(s, msg, "%s", msg);
+	/* the kind without the cache's name (it is the report's .cache) */
+	r = slab_bug(s, "Objects remaining on __kmem_cache_shutdown()", "%s", msg);
 	print_slab_info(s, sl, r);
 	slab_add_kunit_errors(s->k);
 	map = calloc(objects ? objects : 1, 1);
