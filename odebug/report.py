@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Dict, Optional
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class Track:
     stack: str
 
     @classmethod
-    def _from_dict(cls, d: Optional[dict]) -> Optional["Track"]:
+    def _from_dict(cls, d: Optional[Dict[str, Any]]) -> Optional["Track"]:
         return None if d is None else cls(**d)
 
 
@@ -36,10 +36,10 @@ class Report:
     offset: int = 0
     alloc_track: Optional[Track] = None
     free_track: Optional[Track] = None
-    extra: dict = field(default_factory=dict, compare=False)
+    extra: Dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def _from_dict(cls, d: dict) -> "Report":
+    def _from_dict(cls, d: Dict[str, Any]) -> "Report":
         d = dict(d)
         d["alloc_track"] = Track._from_dict(d.get("alloc_track"))
         d["free_track"] = Track._from_dict(d.get("free_track"))
