@@ -25,6 +25,7 @@ close() and errors"): every odebug error is an :class:`Error`.
 from __future__ import annotations
 
 import os as _os
+from typing import Any, Dict
 
 from . import _core
 from ._core import (  # noqa: F401  (re-exported)
@@ -66,6 +67,6 @@ def get_library() -> str:
     return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "libodebug.so")
 
 
-def build_info() -> dict:
+def build_info() -> Dict[str, Any]:
     """Facts about this build: ``sanitizer`` ('' / 'address' / 'thread') and limits."""
     return _core._build_info()

@@ -20,7 +20,7 @@ all the observable counters depend on.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 POOL_SIZE = 1024
 MIN_LEVEL = 256
@@ -46,7 +46,7 @@ class Pool:
     """The tracker pool (spec 5.1-5.5, 5.8).  Like the reference model's M/L."""
 
     def __init__(self, ncpus: int = 1, eager: bool = False, static: int = POOL_SIZE,
-                 scale: bool = True, start: Optional[dict] = None) -> None:
+                 scale: bool = True, start: Optional[Dict[str, Any]] = None) -> None:
         self.eager = eager
         self.ncpus = ncpus
         self.next = static
@@ -206,17 +206,17 @@ class Behaviour:
     """What a descriptor's callbacks do, against any ``api`` with the
     DebugObjects methods (the kernel's k.debug_objects, or a Model)."""
 
-    def __init__(self, name: str, *, static_addrs=(), fixups: str = "none",
+    def __init__(self, name: str, *, static_addrs: Iterable[int] = (), fixups: str = "none",
                  assert_fixup: bool = False) -> None:
         self.name = name
         self.static_addrs = set(static_addrs)
         self.fixups = fixups          # "none" | "selftest" | "false"
         self.assert_fixup = assert_fixup
 
-    def is_static_object(self, api, addr: int) -> bool:
+    def is_static_object(self, api: Any, addr: int) -> bool:
         return addr in self.static_addrs
 
-    def fixup(self, api, which: str, addr: int, state: int, descr) -> bool:
+    def fixup(self, api: Any, which: str, addr: int, state: int, descr: Any) -> bool:
         if which == "assert_init":
             return self.assert_fixup
         if self.fixups != "selftest":
@@ -272,12 +272,12 @@ class MDescr:
 class Model:
     """Trackers + pool + clock: the whole room, one vCPU at a time."""
 
-    def __init__(self, ncpus: int = 1, eager: bool = False, start: Optional[dict] = None,
+    def __init__(self, ncpus: int = 1, eager: bool = False, start: Optional[Dict[str, Any]] = None,
                  hz: int = 1000, now_ns: int = 0) -> None:
         self.pool = Pool(ncpus, eager, start=start)
         self.enabled = True
         self.buckets: Dict[int, List[int]] = {}
-        self.objs: Dict[int, list] = {}      # addr -> [state, astate, descr]
+        self.objs: Dict[int, List[Any]] = {}      # addr -> [state, astate, descr]
         self.warnings = 0
         self.fixups = 0
         self.max_chain = 0
@@ -294,7 +294,7 @@ class Model:
         rel = self.now * self.hz // 1_000_000_000
         return -(-(rel + delay) * 1_000_000_000 // self.hz)
 
-    def _lookup(self, addr: int) -> Optional[list]:
+    def _lookup(self, addr: int) -> Optional[List[Any]]:
         chain = self.buckets.get(get_bucket(addr), [])
         if addr in self.objs:
             return self.objs[addr]
@@ -525,7 +525,9 @@ def scenario_burst(eager: bool, rounds: int, burst: int) -> Dict[str, int]:
         objs = []
         for _ in range(burst):
             m.fill_pool()
-            objs.append(m.alloc())
+            o = m.alloc()
+            assert o is not None      # the pool was just filled
+            objs.append(o)
         for o in objs:
             w = m._free(o)
             if eager:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import statistics
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import _core
 
@@ -28,7 +28,7 @@ MAX_ROUNDS = 10_000
 
 def debugobjects_churn(policy: str, *, cpus: int = 8, rounds: int = 2000, wave: int = 800,
                        lifetime: int = 3, advance_ms: float = 10.0, threads: bool = False,
-                       seed: int = 0, phase_rounds: int = 25) -> Dict[str, float]:
+                       seed: int = 0, phase_rounds: int = 25) -> Dict[str, Any]:
     """One churn run on a fresh kernel with ``odebug.objects_free=<policy>``.
 
     Per round and vCPU: retire the wave made ``lifetime`` rounds earlier
@@ -57,15 +57,15 @@ def debugobjects_churn(policy: str, *, cpus: int = 8, rounds: int = 2000, wave: 
             k.advance(ms=1000)            # let the last freeing runs happen
         s = d.stats()
         text = d.stats_text()
-        out: Dict[str, float] = dict(s)
-        out["stats_text"] = text  # type: ignore[assignment]
+        out: Dict[str, Any] = dict(s)
+        out["stats_text"] = text
         out.update(policy=policy, cycles=r["cycles"], ns_per_cycle=r["ns_per_cycle"],
                    peak_live=r["peak_live"], virtual_s=r["virtual_ns"] / 1e9,
                    work_runs=d.internals()["work_runs"])
         return out
 
 
-def compare(**kw) -> Dict[str, object]:
+def compare(**kw: Any) -> Dict[str, Any]:
     """eager vs lazy under the same churn; ratios eager/lazy."""
     eager = debugobjects_churn("eager", **kw)
     lazy = debugobjects_churn("lazy", **kw)
@@ -79,7 +79,7 @@ def compare(**kw) -> Dict[str, object]:
                 ratio_ns_per_cycle=ratio("ns_per_cycle"))
 
 
-def format_table(res: Dict[str, object]) -> str:
+def format_table(res: Dict[str, Any]) -> str:
     e, lz = res["eager"], res["lazy"]
     rows = ["objs_allocated", "objs_freed", "pool_max_used", "pool_min_free", "pool_free",
             "work_runs", "cycles", "peak_live", "ns_per_cycle"]
@@ -87,14 +87,17 @@ def format_table(res: Dict[str, object]) -> str:
     for f in rows:
         a, b = e[f], lz[f]
         r = f"{a / b:.2f}x" if b else "-"
-        fmt = (lambda v: f"{v:,.1f}") if f == "ns_per_cycle" else (lambda v: f"{int(v):,}")
+        fmt: Callable[[float], str] = ((lambda v: f"{v:,.1f}") if f == "ns_per_cycle"
+                                       else (lambda v: f"{int(v):,}"))
         lines.append(f"{f:16}{fmt(a):>16}{fmt(b):>16}{r:>12}")
     return "\n".join(lines)
 
 
 def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
-               flags=("-", "P", "FZPU"), paths=("relaxed", "locked", "modern"),
-               bias_off=(("relaxed", "-"), ("modern", "P"))) -> Dict[str, object]:
+               flags: Sequence[str] = ("-", "P", "FZPU"),
+               paths: Sequence[str] = ("relaxed", "locked", "modern"),
+               bias_off: Sequence[Tuple[str, str]] = (("relaxed", "-"), ("modern", "P"))
+               ) -> Dict[str, Any]:
     """ns per alloc+free pair on a ``size``-byte cache for each (path, flags), and
     glibc malloc/free of the same size, interleaved round by round.  The
     (path, flags) pairs in ``bias_off`` run a second time on a kernel booted with
@@ -158,7 +161,7 @@ def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
                      vs_glibc=paired(("off", path, fl), "glibc"),
                      vs_biased=paired(("off", path, fl), (path, fl)))
                 for (path, fl) in unbiased]
-    out: Dict[str, object] = dict(glibc_ns_per_pair=g, size=size, pairs=n, rounds=rounds, rows=rows,
+    out: Dict[str, Any] = dict(glibc_ns_per_pair=g, size=size, pairs=n, rounds=rounds, rows=rows,
                                   bias_off=off_rows,
                                   exclusive_ns_per_pair=med["exclusive"],
                                   exclusive_vs_glibc=paired("exclusive", "glibc"))
@@ -167,7 +170,7 @@ def slab_pairs(n: int = 500_000, *, size: int = 64, rounds: int = 15,
     return out
 
 
-def format_slab_table(res: Dict[str, object]) -> str:
+def format_slab_table(res: Dict[str, Any]) -> str:
     lines = [f"alloc+free pairs of {res['size']}-byte objects, C loop, {res['rounds']} rounds "
              "(medians; ratios paired within each round)",
              f"{'path':9}{'slub_debug':>11}{'ns/pair':>10}{'x glibc':>9}{'x no-debug':>12}",
@@ -187,7 +190,7 @@ def format_slab_table(res: Dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
     """``python -m odebug bench [slab|quarantine|debugobjects|races|all] ...``"""
     argv = list(argv or [])
     what = argv.pop(0) if argv and not argv[0].startswith("-") else "all"

@@ -13,7 +13,7 @@ the throughput of the same churn on 2 threads (2 vCPUs).
 from __future__ import annotations
 
 import argparse
-from typing import Dict, List
+from typing import Any, Dict, List, Optional, Sequence
 
 from .kernel import Kernel, check_int
 from .kasan import quarantine_geometry
@@ -31,13 +31,13 @@ def quarantine_churn(policy: str, *, ram: str = "4G", cpus: int = 4, ops: int = 
         r = k.kasan.quarantine.storm(ops, threads=threads, live=live, min_size=min_size,
                                      max_size=max_size, seed=seed, mutex_every=mutex_every)
         s = k.kasan.quarantine.stats()
-    out = dict(r)
+    out: Dict[str, float] = dict(r)
     out.update({f"q_{key}": v for key, v in s.items() if not isinstance(v, list)})
     out["ops_per_s"] = r["ops"] / (r["elapsed_ns"] / 1e9)
     return out
 
 
-def compare(ram: str = "4G", cpus: int = 4, ops: int = 700_000) -> List[dict]:
+def compare(ram: str = "4G", cpus: int = 4, ops: int = 700_000) -> List[Dict[str, Any]]:
     rows = []
     for policy in ("quarter", "batched"):
         one = quarantine_churn(policy, ram=ram, cpus=cpus, ops=ops, threads=1)
@@ -65,7 +65,7 @@ def compare(ram: str = "4G", cpus: int = 4, ops: int = 700_000) -> List[dict]:
     return rows
 
 
-def format_table(rows: List[dict]) -> str:
+def format_table(rows: List[Dict[str, Any]]) -> str:
     keys = list(rows[0])
     w = max(len(k) for k in keys)
     lines = [f"{'':{w}}  " + "  ".join(f"{r['policy']:>14}" for r in rows)]
@@ -78,7 +78,7 @@ def format_table(rows: List[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ram", default="4G")
     ap.add_argument("--cpus", type=int, default=4)

@@ -25,7 +25,7 @@ Both are re-exported by :mod:`odebug.testing`::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
@@ -217,7 +217,7 @@ class ConcurrentMachine(KernelMachine):
             if budget[0] <= 0:
                 return None, None
             budget[0] -= 1
-            body = []
+            body: List[str] = []
             for u in us[:-1]:
                 body += u.render() if isinstance(u, _Step) else [u]
             body += us[-1].render(last=True)
@@ -328,7 +328,7 @@ def _preemptions(n: int) -> str:
     return f"{n} preemption" + ("" if n == 1 else "s")
 
 
-def _smaller(units: List[Any]):
+def _smaller(units: List[Any]) -> Iterator[List[Any]]:
     """Candidate examples with one thing less: a top-level line, an earlier step,
     a task of a step, an operation of a task."""
     for i, u in enumerate(units):
@@ -521,6 +521,7 @@ class QuarantineConcurrentMachine(ConcurrentMachine):
         name = data.draw(st.sampled_from(sorted(self.caches)), label="cache")
         c = self.kernel.cache(name)
         objs = c.alloc_bulk(n)
+        assert objs is not None
         if cpu not in self.offline:
             with self.kernel.on_cpu(cpu):
                 c.free_bulk(objs)

@@ -40,12 +40,13 @@ or the state before it), ``odebug.objects_warn=v6.2|v5.3``,
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import _core
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Kernel
+    from .report import Report
 
 __all__ = ["DebugObjects", "ObjectDescr", "State", "EINVAL", "STATS_FIELDS"]
 
@@ -177,7 +178,7 @@ class DebugObjects:
         """/sys/kernel/debug/debug_objects/stats, byte-identical to v5.3."""
         return _core.debug_objects_stats_text(self._k)
 
-    def internals(self) -> dict:
+    def internals(self) -> Dict[str, Any]:
         """Raw pool state for tests and models: obj_pool_free, obj_pool_used,
         obj_pool_min_free, obj_pool_max_used, obj_nr_tofree, pcp_free (per vCPU),
         pool_size, pool_min_level, hashed, obj_freeing, work_pending, work_runs,
@@ -187,7 +188,8 @@ class DebugObjects:
     @property
     def enabled(self) -> bool:
         """debug_objects_enabled."""
-        return self.internals()["enabled"]
+        enabled: bool = self.internals()["enabled"]
+        return enabled
 
     @property
     def policy(self) -> str:
@@ -202,12 +204,12 @@ class DebugObjects:
         """Test hook: the next n trylocks of pool_lock in free_obj_work fail."""
         _core.debug_objects_fail_trylock(self._k, n)
 
-    def reports(self) -> List:
+    def reports(self) -> List["Report"]:
         """This kernel's debug-objects reports."""
         return [r for r in self._k.reports if r.subsystem == "odebug"]
 
     def churn(self, rounds: int, wave: int, lifetime: int, *, threads: bool = False,
-              advance_ms: float = 0, seed: int = 0, phase_rounds: int = 0) -> dict:
+              advance_ms: float = 0, seed: int = 0, phase_rounds: int = 0) -> Dict[str, Any]:
         """Run the C object-churn scenario (see odebug.bench): per round and vCPU,
         retire the wave made ``lifetime`` rounds ago and make a new one of
         wave/2..3*wave/2 objects; the virtual clock advances ``advance_ms`` per

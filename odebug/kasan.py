@@ -3,9 +3,13 @@ the quarantine (``k.kasan.quarantine.stats()`` / ``.reduce()``) and the
 quarantine geometry of a machine (``odebug.quarantine_geometry``)."""
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from . import _core
+from ._kbase import KernelBase
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Buffer
 
 #: shadow byte values (generic mode, modern names)
 KASAN_PAGE_FREE = 0xFF
@@ -32,7 +36,7 @@ def _check_n(n: int) -> None:
         raise _core.InvalidArgument(f"size: negative size {n}")
 
 
-def quarantine_geometry(ram: Union[int, str], cpus: int, nr_cpus: Optional[int] = None) -> dict:
+def quarantine_geometry(ram: Union[int, str], cpus: int, nr_cpus: Optional[int] = None) -> Dict[str, int]:
     """The quarantine's sizing for a machine, computed by the C core without
     allocating anything: ``max_size`` (RAM/32 - 1 MiB x online CPUs, clamped at 0),
     ``batch_size`` (max(1 MiB, 2 x total / batches)), ``batches``
@@ -60,10 +64,10 @@ class Quarantine:
 
     __slots__ = ("_k",)
 
-    def __init__(self, kernel) -> None:
+    def __init__(self, kernel: _core.Kernel) -> None:
         self._k = kernel
 
-    def stats(self) -> dict:
+    def stats(self) -> Dict[str, Any]:
         """size, max_size, batch_size, batches, head, tail, slots_used,
         percpu_bytes (list per vCPU), ring_bytes, reduce/eviction counters and
         histograms (evict_bytes_hist[i]: reduces that evicted [2^(i-1), 2^i)
@@ -71,7 +75,7 @@ class Quarantine:
         (quarantine_lock hold times): max, p50, p99, total."""
         return _core.kasan_quarantine_stats(self._k)
 
-    def count(self) -> dict:
+    def count(self) -> Dict[Optional[str], Tuple[int, int]]:
         """What the quarantine holds now: ``{name: (objects, bytes)}`` for every
         cache (zeros included; key None for an unlisted cache)
         (a walk of every list; for checks, e.g. odebug.scenarios.check_invariants)."""
@@ -94,7 +98,7 @@ class Quarantine:
 
     def storm(self, ops: int = 100_000, *, threads: int = 1, live: int = 64,
               min_size: int = 16, max_size: int = 512, seed: int = 0,
-              mutex_every: int = 0) -> dict:
+              mutex_every: int = 0) -> Dict[str, int]:
         """kmalloc/kfree churn in C on ``threads`` vCPUs (every free enters the
         quarantine); every ``mutex_every``-th step holds a mutex shared by all
         threads (kmalloc under a mutex).  Returns elapsed_ns, ops, alloc/free
@@ -120,14 +124,15 @@ class Kasan:
 
     __slots__ = ("_k",)
 
-    def __init__(self, kernel) -> None:
+    def __init__(self, kernel: _core.Kernel) -> None:
         self._k = kernel
 
     @property
     def enabled(self) -> bool:
-        return _core.kasan_counters(self._k)["enabled"]
+        enabled: bool = _core.kasan_counters(self._k)["enabled"]
+        return enabled
 
-    def counters(self) -> dict:
+    def counters(self) -> Dict[str, Any]:
         """enabled, multi_shot, fault_panic, detections (every bad access or free,
         printed or not), reports (printed), suppressed (single-shot)."""
         return _core.kasan_counters(self._k)
@@ -146,7 +151,8 @@ class Kasan:
 
     @property
     def detections(self) -> int:
-        return _core.kasan_counters(self._k)["detections"]
+        detections: int = _core.kasan_counters(self._k)["detections"]
+        return detections
 
     def shadow(self, addr: int, n: int) -> bytes:
         """The shadow bytes of the 8-byte granules covering [addr, addr+n)."""
@@ -169,7 +175,7 @@ class Kasan:
         return Quarantine(self._k)
 
 
-class KasanMixin:
+class KasanMixin(KernelBase):
     """Kernel methods of KASAN (mixed into ``odebug.Kernel``)."""
 
     @property
@@ -187,7 +193,7 @@ class KasanMixin:
         with self._cpu(cpu):
             return _core.kasan_read(self, addr, n)
 
-    def write(self, addr: int, data, *, cpu: Optional[int] = None) -> None:
+    def write(self, addr: int, data: "Buffer", *, cpu: Optional[int] = None) -> None:
         """One KASAN-checked access of len(data) bytes ("Write of size n")."""
         _check_addr(addr)
         with self._cpu(cpu):

@@ -137,10 +137,10 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
     def __enter__(self) -> "Kernel":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:  # type: ignore[override]
+    def close(self) -> None:
         """Stop the kernel (its worker, its tasks' calls); idempotent, never raises.
 
         After close, reading the log and the reports stays fine (``dmesg()``,
@@ -219,7 +219,7 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
     def HZ(self) -> int:
         return self.hz
 
-    def advance(self, ms: float = 0, us: float = 0, ns: int = 0) -> None:  # type: ignore[override]
+    def advance(self, ms: float = 0, us: float = 0, ns: int = 0) -> None:
         """Move the virtual clock forward, running every work item that falls due
         (in due order, in this thread).  Only with ``clock="virtual"``."""
         total = int(ms * 1_000_000) + int(us * 1_000) + int(ns)
@@ -232,14 +232,14 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
         return -(-ms * self.hz // 1000)
 
     # -- memory -------------------------------------------------------------------
-    def alloc_pages(self, order: int = 0, gfp: int = _core.GFP_KERNEL, *,  # type: ignore[override]
+    def alloc_pages(self, order: int = 0, gfp: int = _core.GFP_KERNEL, *,
                     cpu: Optional[int] = None) -> Optional[int]:
         """alloc_pages(): the block's address, or None when the allocation fails."""
         _check_order(order)
         with self._cpu(cpu):
             return super().alloc_pages(order, gfp)
 
-    def free_pages(self, addr: int, order: int = 0, *,  # type: ignore[override]
+    def free_pages(self, addr: int, order: int = 0, *,
                    cpu: Optional[int] = None) -> None:
         """__free_pages(): ValueError if addr is not an allocated block of that order."""
         _check_addr(addr)
@@ -248,7 +248,7 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
             super().free_pages(addr, order)
 
     # -- fault injection ------------------------------------------------------------
-    def fault(self, name: str) -> dict:
+    def fault(self, name: str) -> Dict[str, int]:
         """State of ``failslab`` or ``fail_page_alloc``: knobs and call/failure counts."""
         return self.fault_get(name)
 

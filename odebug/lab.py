@@ -27,13 +27,13 @@ import math
 import multiprocessing
 import os
 import statistics
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 __all__ = ["sweep", "grid_points", "Table", "quarantine_task", "churn_task",
            "hackbench_task", "slab_pairs_task", "fuzz_task"]
 
 
-class Table(list):
+class Table(List[Dict[str, Any]]):
     """A list of row dicts with pandas-free formatting (``to_text``) and grouping
     (``summary``).  ``pandas.DataFrame(table)`` works too."""
 
@@ -56,7 +56,7 @@ class Table(list):
 
     def summary(self, by: Sequence[str], value: str) -> "Table":
         """Per group of ``by`` columns: n, mean, stdev, min, max of ``value``."""
-        groups: Dict[tuple, List[float]] = {}
+        groups: Dict[Tuple[Any, ...], List[float]] = {}
         for r in self:
             if r.get(value) is None:
                 continue
@@ -119,7 +119,7 @@ def _run_task(fn: Callable[..., Any], params: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def sweep(fn: Callable[..., Any], grid: Union[Mapping[str, Iterable[Any]], Iterable[Mapping[str, Any]]],
-          *, executor: Optional[cf.Executor] = None,
+          *, executor: Union[None, str, cf.Executor] = None,
           seeds: Union[None, int, Iterable[int]] = 1, max_workers: Optional[int] = None,
           errors: str = "raise") -> Table:
     """Run ``fn(**point, seed=s)`` for every point of ``grid`` and every seed.
@@ -171,21 +171,23 @@ def sweep(fn: Callable[..., Any], grid: Union[Mapping[str, Iterable[Any]], Itera
                 results[i] = {**params, "error": f"{type(e).__name__}: {e}"}
                 continue
             record(i, out)
-        return Table(results)  # type: ignore[arg-type]
+        return Table(r for r in results if r is not None)
 
     own = executor is None
-    if own:
+    if executor is None:
         n = max_workers or min(len(tasks), os.cpu_count() or 1) or 1
         executor = cf.ProcessPoolExecutor(max_workers=n,
                                           mp_context=multiprocessing.get_context("spawn"))
+    # another str than "serial" fails at submit(), as it always did
+    pool = cast(cf.Executor, executor)
     try:
-        futs = {executor.submit(_run_task, fn, params): i for i, params in enumerate(tasks)}
+        futs = {pool.submit(_run_task, fn, params): i for i, params in enumerate(tasks)}
         for fut in cf.as_completed(futs):
             record(futs[fut], fut)
     finally:
         if own:
-            executor.shutdown(wait=True, cancel_futures=True)
-    return Table(results)  # type: ignore[arg-type]
+            pool.shutdown(wait=True, cancel_futures=True)
+    return Table(r for r in results if r is not None)
 
 
 # ---- ready tasks (module-level, plain arguments, plain results) ----------------------------------

@@ -18,11 +18,11 @@ test *fail* (not error), with the reports' kinds and the first report's text.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Generator, Iterator, List, Optional, Sequence, Set
 
 import pytest
 
-_KERNELS = pytest.StashKey[list]()
+_KERNELS = pytest.StashKey[List[Any]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,7 +40,7 @@ def _kernel_class() -> type:
         def __init__(self, cmdline: str = "", *, allow: Sequence[str] = (), **kw: Any) -> None:
             super().__init__(cmdline, **kw)
             self._pt_acked = 0                 # reports with seq <= this are expected
-            self._pt_expected: set = set()     # and these seqs
+            self._pt_expected: Set[int] = set()     # and these seqs
             self._pt_allow = frozenset(allow)
 
         @contextlib.contextmanager
@@ -72,7 +72,7 @@ def _kernel_class() -> type:
 _CLASS: Optional[type] = None
 
 
-def checked_kernel(cmdline: str = "", **kw: Any):
+def checked_kernel(cmdline: str = "", **kw: Any) -> Any:
     """A kernel whose unexpected reports the plugin can list (what the ``kernel``
     fixture yields): an :class:`odebug.Kernel` with ``acknowledge_reports()`` and
     ``unexpected_reports()``."""
@@ -87,7 +87,7 @@ def _register(node: pytest.Item, k: Any) -> None:
 
 
 @pytest.fixture
-def kernel(request: pytest.FixtureRequest):
+def kernel(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A fresh odebug.Kernel for this test (see the ``odebug`` marker); a report the
     test did not expect (``kernel.expect_report``) fails it."""
     m = request.node.get_closest_marker("odebug")
@@ -102,11 +102,11 @@ def kernel(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def kernel_factory(request: pytest.FixtureRequest):
+def kernel_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
     """``kernel_factory(cmdline="", **kw)``: more checked kernels for this test."""
     made: List[Any] = []
 
-    def make(cmdline: str = "", **kw: Any):
+    def make(cmdline: str = "", **kw: Any) -> Any:
         k = checked_kernel(cmdline, **kw)
         made.append(k)
         _register(request.node, k)
@@ -117,33 +117,36 @@ def kernel_factory(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def expect_report(kernel) -> Callable[..., Any]:
+def expect_report(kernel: Any) -> Callable[..., Any]:
     """``with expect_report(kind, subsystem=None, count=None): ...``: the block must
     make such a report (AssertionError otherwise); reports made in it are expected."""
-    return kernel.expect_report
+    fn: Callable[..., Any] = kernel.expect_report
+    return fn
 
 
 @pytest.fixture
-def kernel_reports_ok(kernel) -> Callable[[], None]:
+def kernel_reports_ok(kernel: Any) -> Callable[[], None]:
     """Call it to accept every report the kernel made so far."""
-    return kernel.acknowledge_reports
+    fn: Callable[[], None] = kernel.acknowledge_reports
+    return fn
 
 
 def _unexpected_message(kernels: List[Any]) -> Optional[str]:
-    bad = []
+    bad: List[Any] = []
     for k in kernels:
         if not k.closed:
             bad += k.unexpected_reports()
     if not bad:
         return None
     kinds = ", ".join(f"{r.subsystem}:{r.kind}" for r in bad)
+    text: str = bad[0].text
     return (f"the kernel made reports the test did not expect: {kinds}\n"
             "(wrap the code in `with kernel.expect_report(kind):`, or use "
-            "@pytest.mark.odebug(allow=[...]))\n\n" + bad[0].text)
+            "@pytest.mark.odebug(allow=[...]))\n\n" + text)
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
     outcome = yield
     kernels = item.stash.get(_KERNELS, [])
     if outcome.excinfo is None and kernels:

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from . import sched as _sched
 from .debugobjects import ObjectDescr
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .kernel import Kernel
 
 __all__ = ["Race", "RACES", "hunt"]
 
@@ -40,7 +43,7 @@ class Race:
     ram: str = "64M"
     kcsan: bool = False
 
-    def failure(self, k, run: "_sched.Run") -> Optional[str]:
+    def failure(self, k: "Kernel", run: "_sched.Run") -> Optional[str]:
         """The symptom, if this run shows it (or any other report, or a task that
         raised: the program's operations are all legal)."""
         if run.status != "done":
@@ -48,7 +51,8 @@ class Race:
         if run.errors:
             t, e = run.errors[0]
             return f"task {t.id} raised {type(e).__name__}: {e}"
-        said = [ln.split("] ", 1)[-1] for ln in k.dmesg().splitlines() if "counted but counter" in ln]
+        said: List[str] = [ln.split("] ", 1)[-1] for ln in k.dmesg().splitlines()
+                           if "counted but counter" in ln]
         if said:
             return "validate: " + said[0]
         if run.reports:
@@ -67,19 +71,20 @@ SLUB_RACY = "kasan=off no_debug_objects odebug.slub_path=relaxed"
 SLUB_FIXED = "kasan=off no_debug_objects odebug.slub_path=modern"
 
 
-def slub_validate_vs_free(k) -> None:
+def slub_validate_vs_free(k: "Kernel") -> None:
     """CPU A frees an object of a debug cache: free_debug_processing checks it
     and re-poisons its red zone as free (0xbb) under list_lock, drops the lock;
     CPU B validates: the object is not on the freelist yet, so it is checked as
     allocated (0xcc expected); then A's cmpxchg puts it on the freelist."""
     c = k.kmem_cache_create("foo", 64, flags="FZ")
     p = c.alloc()
+    assert p is not None
     c.alloc()
     k.spawn(lambda: c.free(p), cpu=0, name="free")
     k.spawn(c.validate, cpu=1, name="validate")
 
 
-def slub_nr_slabs_alloc(k) -> None:
+def slub_nr_slabs_alloc(k: "Kernel") -> None:
     """A new slab is counted in nr_slabs when allocated but listed only when the
     allocation deactivates it: validate counts the lists in between."""
     c = k.kmem_cache_create("foo", 64, flags="U")
@@ -87,12 +92,13 @@ def slub_nr_slabs_alloc(k) -> None:
     k.spawn(c.validate, cpu=1, name="validate")
 
 
-def slub_nr_slabs_free(k) -> None:
+def slub_nr_slabs_free(k: "Kernel") -> None:
     """A free empties a slab: it leaves its list under list_lock, and nr_slabs
     drops after the lock is gone (discard_slab): validate counts in between."""
     c = k.kmem_cache_create("foo", 64, flags="U")
     per = c.info()["objects_per_slab"]
     objs = c.alloc_bulk(8 * per)      # eight full slabs
+    assert objs is not None
     keep = objs[::per]                # one object left in each: 8 partial slabs >= min_partial
     c.free_bulk([p for p in objs if p not in keep])
     k.spawn(lambda: c.free(keep[0]), cpu=0, name="free")   # empties its slab: discarded
@@ -104,25 +110,28 @@ Q_RACY = "no_debug_objects odebug.quarantine_fixes=v4.10"
 Q_FIXED = "no_debug_objects odebug.quarantine_fixes=v4.11"
 
 
-def quarantine_put_vs_destroy(k) -> None:
+def quarantine_put_vs_destroy(k: "Kernel") -> None:
     """A kfree on vCPU 0 takes its per-CPU quarantine list past 1 MiB and moves
     it to the global quarantine with interrupts on (2016); a destroy of another
     cache, whose freed object is in that list, runs its per-CPU pass and the
     global scan in between: the list in flight is missed."""
     c = k.kmem_cache_create("victim", (1 << 20) - 8192)
     v = c.alloc()
+    assert v is not None
     o = k.kmalloc(8192)
     c.free(v)                         # vCPU 0's list: just under 1 MiB
     k.spawn(lambda: k.kfree(o), cpu=0, name="kfree")   # past 1 MiB: the list moves
     k.spawn(c.destroy, cpu=1, name="destroy")
 
 
-def quarantine_reduce_vs_destroy(k) -> None:
+def quarantine_reduce_vs_destroy(k: "Kernel") -> None:
     """quarantine_reduce takes the oldest batch off the global quarantine, drops
     the lock and frees it; a cache destroy completes in between (2016: no SRCU
     section to wait for): the batch's objects of that cache are missed."""
     c = k.kmem_cache_create("victim", 512 << 10)
-    c.free_bulk(c.alloc_bulk(3))      # past 1 MiB: into the global quarantine
+    objs = c.alloc_bulk(3)
+    assert objs is not None
+    c.free_bulk(objs)                 # past 1 MiB: into the global quarantine
     k.spawn(k.kasan.quarantine.reduce, cpu=0, name="reduce")
     k.spawn(c.destroy, cpu=1, name="destroy")
 
@@ -131,12 +140,13 @@ Q_OFFLINE_RACY = "no_debug_objects odebug.quarantine_fixes=v4.11"
 Q_OFFLINE_FIXED = "no_debug_objects odebug.quarantine_fixes=v5.10"
 
 
-def quarantine_offline(k) -> None:
+def quarantine_offline(k: "Kernel") -> None:
     """kfree on vCPU 1 puts the object in its quarantine list; vCPU 1 goes
     offline; a cache destroy's per-CPU pass reaches online vCPUs only (before
     v5.10, nothing drained an offline vCPU's list)."""
     c = k.kmem_cache_create("victim", 64)
     p = c.alloc(cpu=1)
+    assert p is not None
     c.free(p, cpu=1)
     k.spawn(lambda: k.cpu_offline(1), cpu=0, name="offline")
     k.spawn(c.destroy, cpu=0, name="destroy")
@@ -147,7 +157,7 @@ _T = ObjectDescr("timer_list")
 _BASE = 0xffffffff81000000
 
 
-def objects_freeing_vs_work(k) -> None:
+def objects_freeing_vs_work(k: "Kernel") -> None:
     """free_object's lock-free check-then-set of obj_freeing and obj_nr_tofree
     against free_obj_work writing them (v5.3: plain accesses; KCSAN reported
     the data races, v5.6 marked them)."""
@@ -156,7 +166,8 @@ def objects_freeing_vs_work(k) -> None:
         d.init(_BASE + 64 * i, _T)
     for i in range(1500):
         d.free(_BASE + 64 * i, _T)
-    k.spawn(lambda: (d.init(_BASE - 64, _T), d.free(_BASE - 64, _T)), cpu=0, name="free")
+    k.spawn(lambda: (d.init(_BASE - 64, _T), d.free(_BASE - 64, _T)),  # type: ignore[func-returns-value]
+            cpu=0, name="free")
     k.spawn(lambda: k.advance(ms=200), cpu=1, name="kworker")
 
 
@@ -164,7 +175,7 @@ _STATIC = 0xffffffff82000000
 _STATIC_T = ObjectDescr("work_struct", is_static_object=lambda a: a == _STATIC)
 
 
-def objects_static_init(k) -> None:
+def objects_static_init(k: "Kernel") -> None:
     """T0 assert_init on a static object: the lookup misses, the bucket lock
     goes; T1 activate: misses, sees a static object, tracks it and activates
     it; T0 then initialises it: 'ODEBUG: init active' (v6.4 closed the window:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Pattern, Tuple, Union
+from typing import Any, Dict, List, Optional, Pattern, Tuple, Union
 
 # ---- the kinds ----------------------------------------------------------------------------
 _KASAN_KINDS = (
@@ -66,7 +66,7 @@ class Track:
     stack: str
 
     @classmethod
-    def _from_dict(cls, d: Optional[dict]) -> Optional["Track"]:
+    def _from_dict(cls, d: Optional[Dict[str, Any]]) -> Optional["Track"]:
         return None if d is None else cls(**d)
 
 
@@ -86,10 +86,10 @@ class Report:
     offset: int = 0
     alloc_track: Optional[Track] = None
     free_track: Optional[Track] = None
-    extra: dict = field(default_factory=dict, compare=False)
+    extra: Dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def _from_dict(cls, d: dict) -> "Report":
+    def _from_dict(cls, d: Dict[str, Any]) -> "Report":
         d = dict(d)
         d["alloc_track"] = Track._from_dict(d.get("alloc_track"))
         d["free_track"] = Track._from_dict(d.get("free_track"))

@@ -17,7 +17,7 @@ import json
 import statistics
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from . import bench, bench_kasan
 from .kasan import quarantine_geometry
@@ -25,7 +25,7 @@ from .kernel import Kernel
 from .scenarios import hackbench
 
 #: the seeds' published figures
-SEEDS = {
+SEEDS: Dict[str, Dict[str, Any]] = {
     "debugobjects": {"objs_allocated_eager": 39_268_280, "objs_allocated_lazy": 5_796_864,
                      "objs_freed_eager": 39_160_031, "objs_freed_lazy": 5_687_182,
                      "pool_max_used_eager": 171_920, "pool_max_used_lazy": 168_081,
@@ -49,7 +49,7 @@ def _ratio(a: float, b: float) -> Optional[float]:
 
 
 # ---- debugobjects ------------------------------------------------------------------------
-def debugobjects(quick: bool = False) -> Dict[str, object]:
+def debugobjects(quick: bool = False) -> Dict[str, Any]:
     """eager (patches 1-3/5) vs lazy (v5.3) under the object churn."""
     kw = dict(cpus=8, rounds=300 if quick else 2000, wave=800, lifetime=3, advance_ms=10.0,
               phase_rounds=25)
@@ -66,11 +66,11 @@ def debugobjects(quick: bool = False) -> Dict[str, object]:
     }
 
 
-def _fmt_int(v) -> str:
+def _fmt_int(v: float) -> str:
     return f"{int(v):,}"
 
 
-def format_debugobjects(r: Dict[str, object]) -> str:
+def format_debugobjects(r: Dict[str, Any]) -> str:
     s = SEEDS["debugobjects"]
     e, lz = r["eager"], r["lazy"]
     lines = ["== debugobjects: less aggressive freeing (v5.3) -- eager vs lazy ==",
@@ -91,7 +91,7 @@ def format_debugobjects(r: Dict[str, object]) -> str:
 
 
 # ---- quarantine ------------------------------------------------------------------------------
-def quarantine(quick: bool = False) -> Dict[str, object]:
+def quarantine(quick: bool = False) -> Dict[str, Any]:
     """The seed's three machines (exact geometry), then quarter vs batched under a
     kmalloc/kfree storm on a 4 GB / 4 vCPU kernel."""
     machines = []
@@ -117,7 +117,7 @@ def quarantine(quick: bool = False) -> Dict[str, object]:
     }
 
 
-def format_quarantine(r: Dict[str, object]) -> str:
+def format_quarantine(r: Dict[str, Any]) -> str:
     lines = ["== KASAN quarantine: FIFO of batches (2016) -- quarter vs batched ==",
              f"{'machine':14}{'max size':>14}{'batch':>10}{'slots':>7}{'of':>7}"
              f"{'seed batch':>12}{'seed slots':>11}  exact"]
@@ -191,7 +191,7 @@ def slub_instructions(slub_debug: str, path: str) -> Optional[float]:
         return total / msgs if total is not None and msgs else None
 
 
-def slub(quick: bool = False, runs: Optional[int] = None) -> Dict[str, object]:
+def slub(quick: bool = False, runs: Optional[int] = None) -> Dict[str, Any]:
     """hackbench on the slab with slub_debug=P, locked vs relaxed (and - / FZPU).
 
     The senders and receivers run on their vCPUs (one host thread per vCPU, as a
@@ -200,10 +200,11 @@ def slub(quick: bool = False, runs: Optional[int] = None) -> Dict[str, object]:
     acquisitions and contended ones per message, and (with valgrind) the
     allocator's instructions per message, which do not depend on the host."""
     runs = runs or (3 if quick else 10)
-    kw = dict(groups=4 if quick else 10, fds=20, loops=30 if quick else 100, msg_size=100)
-    out: Dict[str, object] = {"hackbench": kw, "runs": runs, "run_on": "vcpus"}
+    kw: Dict[str, Any] = dict(groups=4 if quick else 10, fds=20, loops=30 if quick else 100,
+                              msg_size=100)
+    out: Dict[str, Any] = {"hackbench": kw, "runs": runs, "run_on": "vcpus"}
     for fl in ("P", "-", "FZPU"):
-        row: Dict[str, object] = {}
+        row: Dict[str, Any] = {}
         for path in ("locked", "relaxed"):
             _progress(f"slub: hackbench -g {kw['groups']} -f {kw['fds']} -l {kw['loops']}, "
                       f"slub_debug={fl}, {path}, {runs} runs, tasks on 2 vCPUs")
@@ -233,7 +234,7 @@ def slub(quick: bool = False, runs: Optional[int] = None) -> Dict[str, object]:
     return out
 
 
-def format_slub(r: Dict[str, object]) -> str:
+def format_slub(r: Dict[str, Any]) -> str:
     s = SEEDS["slub"]
     kw = r["hackbench"]
     lines = ["== SLUB debug paths (2016 series) -- locked vs relaxed ==",
@@ -270,11 +271,11 @@ def format_slub(r: Dict[str, object]) -> str:
 
 
 # ---- main -------------------------------------------------------------------------------------
-def run(which: str = "all", quick: bool = False, runs: Optional[int] = None) -> Dict[str, object]:
+def run(which: str = "all", quick: bool = False, runs: Optional[int] = None) -> Dict[str, Any]:
     """Run the reproductions; returns every number (the --json document)."""
     if which not in ("all", "debugobjects", "quarantine", "slub"):
         raise ValueError(f"reproduce: unknown part {which!r} (debugobjects, quarantine, slub, all)")
-    out: Dict[str, object] = {"quick": quick, "seeds": SEEDS}
+    out: Dict[str, Any] = {"quick": quick, "seeds": SEEDS}
     t0 = time.monotonic()
     if which in ("all", "debugobjects"):
         out["debugobjects"] = debugobjects(quick)
@@ -286,7 +287,7 @@ def run(which: str = "all", quick: bool = False, runs: Optional[int] = None) -> 
     return out
 
 
-def format_all(res: Dict[str, object]) -> str:
+def format_all(res: Dict[str, Any]) -> str:
     parts: List[str] = []
     if "debugobjects" in res:
         parts.append(format_debugobjects(res["debugobjects"]))
@@ -297,7 +298,7 @@ def format_all(res: Dict[str, object]) -> str:
     return "\n\n".join(parts)
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="odebug reproduce", description=__doc__.splitlines()[0])
     ap.add_argument("which", nargs="?", default="all",
                     choices=["all", "debugobjects", "quarantine", "slub"])

@@ -13,10 +13,13 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from . import _core
 from .kernel import check_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .kernel import Kernel
 
 #: scenario limits (the C core's, checked first here to name the parameter)
 HACKBENCH_MAX_TASKS = 4096        # groups * fds
@@ -54,7 +57,7 @@ class HackbenchResult:
         return f"mean {self.mean:.3f}\nvariance {self.variance:.3f}\nstdev {self.stdev:.3f}"
 
 
-def hackbench(k, groups: int = 10, fds: int = 20, loops: int = 100, msg_size: int = 100,
+def hackbench(k: "Kernel", groups: int = 10, fds: int = 20, loops: int = 100, msg_size: int = 100,
               mode: str = "processes", runs: int = 1, queue_depth: int = 64,
               run_on: str = "vcpus") -> HackbenchResult:
     """Run hackbench ``runs`` times on kernel ``k`` (2*groups*fds tasks each).
@@ -115,7 +118,7 @@ class ChurnResult:
     stats: Dict[str, int] = field(default_factory=dict)
 
 
-def object_churn(k, rounds: int = 200, wave: int = 400, lifetime: int = 3, *,
+def object_churn(k: "Kernel", rounds: int = 200, wave: int = 400, lifetime: int = 3, *,
                  threads: bool = False, advance_ms: float = 10.0, seed: int = 0,
                  phase_rounds: int = 25) -> ChurnResult:
     """The debugobjects workload (the seed's "boot + 3 parallel kernel builds"):
@@ -139,7 +142,7 @@ class InvariantError(AssertionError):
     """An invariant a scenario must leave behind does not hold."""
 
 
-def accounting(k) -> Dict[str, Dict[str, int]]:
+def accounting(k: "Kernel") -> Dict[str, Dict[str, int]]:
     """Per cache: ``allocated`` and ``freed`` (the slab's statistics), ``held``
     (the objects its slabs hold, counted after a flush of every vCPU slab, i.e.
     after ``validate``), ``quarantined`` (objects in the KASAN quarantine),
@@ -149,7 +152,7 @@ def accounting(k) -> Dict[str, Dict[str, int]]:
     return _accounting(k, k.kasan.quarantine.count() if k.kasan.enabled else {})
 
 
-def _accounting(k, q: Dict) -> Dict[str, Dict[str, int]]:
+def _accounting(k: "Kernel", q: Dict[Optional[str], Tuple[int, int]]) -> Dict[str, Dict[str, int]]:
     """accounting() with the quarantine's count(), ``q``, already taken."""
     d = k.debug_objects
     pooled = 0
@@ -177,7 +180,7 @@ def _accounting(k, q: Dict) -> Dict[str, Dict[str, int]]:
     return out
 
 
-def _problems(k) -> Tuple[List[str], Dict[str, Dict[str, int]]]:
+def _problems(k: "Kernel") -> Tuple[List[str], Dict[str, Dict[str, int]]]:
     """What does not hold, and the accounting it was checked on (one validate
     pass and one walk of the quarantine per check)."""
     bad: List[str] = []
@@ -234,7 +237,7 @@ def _problems(k) -> Tuple[List[str], Dict[str, Dict[str, int]]]:
     return bad, acct
 
 
-def check_invariants(k, *, drain: bool = True, retries: Optional[int] = None) -> Dict[str, int]:
+def check_invariants(k: "Kernel", *, drain: bool = True, retries: Optional[int] = None) -> Dict[str, int]:
     """The invariants every scenario must leave behind; raises InvariantError
     (an AssertionError) naming each one that does not hold.
 
@@ -298,7 +301,7 @@ class StormResult:
     evicting_reduces: int = 0         # during this storm
 
 
-def quarantine_storm(k, ops: int = 200_000, *, threads: int = 2, live: int = 256,
+def quarantine_storm(k: "Kernel", ops: int = 200_000, *, threads: int = 2, live: int = 256,
                      min_size: int = 16, max_size: int = 512, mutex_every: int = 4,
                      seed: int = 0) -> StormResult:
     """A syzkaller-like load on the KASAN quarantine: ``threads`` pthreads (one

@@ -39,6 +39,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTup
                     Sequence, Tuple)
 
 from . import _core
+from ._kbase import KernelBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Kernel
@@ -176,7 +177,7 @@ class Task:
     name: str
     cpu: Optional[int]
     fn: Callable[[], Any]
-    _box: list = field(repr=False, default_factory=list)
+    _box: List[Any] = field(repr=False, default_factory=list)
 
     @property
     def exception(self) -> Optional[BaseException]:
@@ -242,11 +243,11 @@ class Run:
                 f"decisions, {self.preemptions} preemptions, {len(self.reports)} reports{extra}>")
 
 
-class SchedMixin:
+class SchedMixin(KernelBase):
     """The Kernel's controlled-scheduler methods."""
 
     def _sched_pending(self) -> List[Task]:
-        tasks = self.__dict__.setdefault("_sched_tasks", [])
+        tasks: List[Task] = self.__dict__.setdefault("_sched_tasks", [])
         return tasks
 
     def spawn(self, fn: Callable[..., Any], *args: Any, cpu: Optional[int] = None,
@@ -261,9 +262,10 @@ class SchedMixin:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"spawn: name must be a str or None, not {type(name).__name__}")
         call = (lambda: fn(*args, **kwargs)) if args or kwargs else fn
-        box: list = [call, None]
+        box: List[Any] = [call, None]
         tid = _core.sched_spawn(self, box, -1 if cpu is None else cpu, name)
-        task = Task(tid, name or getattr(fn, "__name__", f"task{tid}"), cpu, fn, box)
+        tname: str = name if name else getattr(fn, "__name__", f"task{tid}")
+        task = Task(tid, tname, cpu, fn, box)
         self._sched_pending().append(task)
         return task
 
@@ -426,7 +428,8 @@ def _shrink(found: FoundSchedule, attempt: Callable[[Scheduler], Tuple[Run, Opti
                          found.found_at, found.original, runs)
 
 
-def shrink_run(run: Run, reason: str, attempt: Callable[[Scheduler], Tuple[Run, Optional[str]]],
+def shrink_run(run: Run, reason: str,
+               attempt: Callable[[Scheduler], Tuple[Optional[Run], Optional[str]]],
                max_runs: int = 2000) -> Tuple[Run, int]:
     """Shrink a failing schedule to fewer preemptions, keeping the same failure.
 
@@ -446,7 +449,8 @@ def shrink_run(run: Run, reason: str, attempt: Callable[[Scheduler], Tuple[Run, 
             return False
         runs += 1
         run, w = attempt(preemptions(pairs))
-        if _same_failure(why, w) and len(run.pairs) <= len(best_pairs):
+        # (an attempt's run is None only with no failure: w is None then)
+        if _same_failure(why, w) and run is not None and len(run.pairs) <= len(best_pairs):
             best_run, best_pairs = run, list(run.pairs)
             return True
         return False
@@ -490,9 +494,9 @@ def shrink_run(run: Run, reason: str, attempt: Callable[[Scheduler], Tuple[Run, 
         dfs_sched = dfs(bound)
         while runs < max_runs:
             runs += 1
-            run, w = attempt(dfs_sched)
-            if _same_failure(why, w):
-                best_run, best_pairs = run, list(run.pairs)
+            got, w = attempt(dfs_sched)
+            if _same_failure(why, w) and got is not None:
+                best_run, best_pairs = got, list(got.pairs)
                 greedy()
                 break
             if not dfs_sched.next():

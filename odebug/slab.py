@@ -1,9 +1,10 @@
 """The slab allocator's Python surface: ``Cache`` objects and slab constants."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Any, Literal, overload, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _core
+from ._kbase import KernelBase
 
 SLAB_CONSISTENCY_CHECKS = _core.SLAB_CONSISTENCY_CHECKS
 SLAB_RED_ZONE = _core.SLAB_RED_ZONE
@@ -40,7 +41,7 @@ class Cache:
 
     __slots__ = ("_c", "_kernel", "__weakref__")
 
-    def __init__(self, core_cache: "_core.Cache", kernel) -> None:
+    def __init__(self, core_cache: "_core.Cache", kernel: "SlabMixin") -> None:
         self._c = core_cache
         self._kernel = kernel
 
@@ -61,48 +62,53 @@ class Cache:
                 f" flags={i['letters'] or '-'}>")
 
     # -- layout -------------------------------------------------------------------
-    def info(self) -> dict:
+    def _info_int(self, key: str) -> int:
+        v: int = self._c.info()[key]
+        return v
+
+    def info(self) -> Dict[str, Any]:
         """Everything about the cache's layout and counters as a dict."""
         return self._c.info()
 
     @property
     def object_size(self) -> int:
-        return self._c.info()["object_size"]
+        return self._info_int("object_size")
 
     @property
     def size(self) -> int:
         """The slot size (``s->size``) including debug metadata."""
-        return self._c.info()["size"]
+        return self._info_int("size")
 
     @property
     def offset(self) -> int:
         """Free pointer offset from the object start."""
-        return self._c.info()["offset"]
+        return self._info_int("offset")
 
     @property
     def inuse(self) -> int:
-        return self._c.info()["inuse"]
+        return self._info_int("inuse")
 
     @property
     def red_left_pad(self) -> int:
-        return self._c.info()["red_left_pad"]
+        return self._info_int("red_left_pad")
 
     @property
     def align(self) -> int:
-        return self._c.info()["align"]
+        return self._info_int("align")
 
     @property
     def flags(self) -> str:
         """The debug letters in effect ("FZPU"; "" when none)."""
-        return self._c.info()["letters"]
+        letters: str = self._c.info()["letters"]
+        return letters
 
     @property
     def objects_per_slab(self) -> int:
-        return self._c.info()["objects_per_slab"]
+        return self._info_int("objects_per_slab")
 
     @property
     def order(self) -> int:
-        return self._c.info()["order"]
+        return self._info_int("order")
 
     # -- allocation -------------------------------------------------------------------
     def alloc(self, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
@@ -168,7 +174,15 @@ class Cache:
         self._c.destroy()
         self._kernel._forget_cache(self.name)
 
-    def stats(self, per_cpu: bool = False) -> Dict[str, Union[int, List[int]]]:
+    @overload
+    def stats(self, per_cpu: Literal[False] = False) -> Dict[str, int]: ...
+    @overload
+    def stats(self, per_cpu: Literal[True]) -> Dict[str, List[int]]: ...
+    @overload
+    def stats(self, per_cpu: bool) -> Dict[str, Union[int, List[int]]]: ...
+
+    def stats(self, per_cpu: bool = False) -> Union[Dict[str, int], Dict[str, List[int]],
+                                                    Dict[str, Union[int, List[int]]]]:
         """CONFIG_SLUB_STATS counters (summed, or a list per vCPU)."""
         return self._c.stats(per_cpu)
 
@@ -194,7 +208,7 @@ def _check_addr(addr: int) -> None:
         raise _core.InvalidArgument(f"addr: {addr} is not a 64-bit address")
 
 
-def parse_flags(kernel, flags: Union[None, str, int]) -> int:
+def parse_flags(kernel: _core.Kernel, flags: Union[None, str, int]) -> int:
     """SLAB_* bits from None (0: slub_debug= decides), letters ("FZPU") or an int."""
     if flags is None:
         return 0
@@ -209,7 +223,7 @@ def parse_flags(kernel, flags: Union[None, str, int]) -> int:
     raise TypeError(f"flags: expected letters or SLAB_* bits, not {type(flags).__name__}")
 
 
-def slabinfo_rows(text: str) -> List[dict]:
+def slabinfo_rows(text: str) -> List[Dict[str, Any]]:
     """/proc/slabinfo text -> one dict per cache."""
     rows = []
     for line in text.splitlines()[2:]:
@@ -224,7 +238,7 @@ def slabinfo_rows(text: str) -> List[dict]:
     return rows
 
 
-class SlabMixin:
+class SlabMixin(KernelBase):
     """Kernel methods of the slab allocator (mixed into ``odebug.Kernel``)."""
 
     def _cache_registry(self) -> Dict[str, Cache]:
@@ -237,7 +251,8 @@ class SlabMixin:
         self._cache_registry().pop(name, None)
 
     def kmem_cache_create(self, name: str, size: int, align: int = 0,
-                          flags: Union[None, str, int] = None, ctor=None) -> Cache:
+                          flags: Union[None, str, int] = None,
+                          ctor: Optional[Callable[[int], object]] = None) -> Cache:
         """kmem_cache_create(name, size, align, flags, ctor).
 
         ``flags``: None (the boot command line's ``slub_debug=`` decides), debug
@@ -324,7 +339,7 @@ class SlabMixin:
         """/proc/slabinfo (version 2.1)."""
         return _core.slabinfo_text(self)
 
-    def slabinfo(self) -> List[dict]:
+    def slabinfo(self) -> List[Dict[str, Any]]:
         """/proc/slabinfo as one dict per cache."""
         return slabinfo_rows(self.slabinfo_text())
 
@@ -334,7 +349,7 @@ class SlabMixin:
         (slub_kunit's ``slab_errors``): compare before and after a call."""
         return _core.slab_errors(self)
 
-    def slab_object(self, addr: int) -> Optional[tuple]:
+    def slab_object(self, addr: int) -> Optional[Tuple[str, int]]:
         """(cache name, object start) of a slab address, or None."""
         _check_addr(addr)
         return _core.slab_object(self, addr)

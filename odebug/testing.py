@@ -159,7 +159,8 @@ class Recorder:
         if alias is not None:
             return alias
         if isinstance(v, _Proxy):
-            return v._expr
+            expr: str = v._expr
+            return expr
         if isinstance(v, bool) or v is None:
             return repr(v)
         if isinstance(v, int):
@@ -229,7 +230,8 @@ class _Proxy:
         return f"<recording {self._obj!r}>"
 
     def __eq__(self, other: Any) -> bool:
-        return self._obj == (other._obj if isinstance(other, _Proxy) else other)
+        eq: bool = self._obj == (other._obj if isinstance(other, _Proxy) else other)
+        return eq
 
     def __hash__(self) -> int:
         return hash(self._obj)
@@ -379,7 +381,8 @@ class RecordingKernel(Kernel):
     @property
     def recorder(self) -> Recorder:
         """The :class:`Recorder` holding this kernel's reproducer."""
-        return self._rec
+        rec: Recorder = self._rec
+        return rec
 
     @property
     def real(self) -> "RecordingKernel":
@@ -566,7 +569,8 @@ def find_failure(machine: Type[KernelMachine], *, max_examples: int = 200,
     _LAST.pop(machine, None)
     old = getattr(core, "global_force_seed", None)
     if seed is not None and not derandomize:
-        core.global_force_seed = seed
+        # hypothesis types this private knob as None
+        core.global_force_seed = seed  # type: ignore[assignment]
     try:
         run_state_machine_as_test(machine, settings=s)
     except Exception as e:  # the shrunk failure
@@ -691,8 +695,10 @@ def run_ops(kernel: Kernel, ops: Sequence[Op], *, descr: Optional[ObjectDescr] =
     return OpsRun(steps, rec.script())
 
 
-def _run_op(k: Kernel, rec: Recorder, op: Op, d: ObjectDescr, live, freed, tracked, nc) -> bool:
-    kw = lambda c: {"cpu": c % nc}  # noqa: E731
+def _run_op(k: Kernel, rec: Recorder, op: Op, d: ObjectDescr, live: List[Tuple[int, int]],
+            freed: List[Tuple[int, int]], tracked: Dict[int, str], nc: int) -> bool:
+    def kw(c: int) -> Dict[str, int]:
+        return {"cpu": c % nc}
     proxy = _Proxy(k, rec, "k")
     dob = _Proxy(k.debug_objects, rec, "k.debug_objects")
     a = op.args
@@ -706,7 +712,7 @@ def _run_op(k: Kernel, rec: Recorder, op: Op, d: ObjectDescr, live, freed, track
         proxy.advance(ms=a[0])
         return True
     if op.name == "validate":
-        names = sorted({k.slab_object(p)[0] for p, _ in live if k.slab_object(p)})
+        names = sorted({so[0] for p, _ in live if (so := k.slab_object(p))})
         for n in names:
             if proxy.cache(n).validatable:
                 proxy.cache(n).validate()
@@ -812,7 +818,7 @@ class SlabMachine(KernelMachine):
 
     # -- rules ----------------------------------------------------------------------------
     @rule(target=caches, cfg=cache_configs)
-    def create_cache(self, cfg):
+    def create_cache(self, cfg: Tuple[int, str]) -> str:
         size, letters = cfg
         self._n += 1
         name = f"m{self._n}"
@@ -825,7 +831,7 @@ class SlabMachine(KernelMachine):
         return name
 
     @rule(target=objects, name=caches, cpu=vcpus)
-    def alloc(self, name, cpu):
+    def alloc(self, name: str, cpu: int) -> int:
         c = self.kernel.cache(name)
         before = self.kernel.slab_errors
         p = c.alloc(cpu=cpu)
@@ -859,7 +865,7 @@ class SlabMachine(KernelMachine):
         return p
 
     @rule(p=consumes(objects), cpu=vcpus)
-    def free(self, p, cpu):
+    def free(self, p: int, cpu: int) -> None:
         if self.pending is not None and self.pending[1] == p:
             self.live_only_validate()     # repair first: a corrupted object is not freed
         name = self.live.pop(p)
@@ -870,7 +876,7 @@ class SlabMachine(KernelMachine):
 
     @precondition(lambda self: self.pending is None)
     @rule(p=objects, where=st.sampled_from(["right", "left"]), val=st.integers(0, 255))
-    def overflow_live(self, p, where, val):
+    def overflow_live(self, p: int, where: str, val: int) -> None:
         name = self.live[p]
         c = self.kernel.cache(name)
         if "Z" not in self.cache_flags[name] or val == 0xcc or name in self.unpredictable:
@@ -884,7 +890,7 @@ class SlabMachine(KernelMachine):
 
     @precondition(lambda self: self.pending is None)
     @rule(data=st.data())
-    def write_after_free(self, data):
+    def write_after_free(self, data: st.DataObject) -> None:
         names = [n for n, objs in self.freed.items()
                  if objs and "P" in self.cache_flags[n] and n not in self.unpredictable]
         if not names:
@@ -898,7 +904,7 @@ class SlabMachine(KernelMachine):
         self.pending = (name, p, "poison")
 
     @rule()
-    def validate_all(self):
+    def validate_all(self) -> None:
         for name in self.cache_flags:
             c = self.kernel.cache(name)
             if not c.validatable:          # v6.1+: debug caches only (nothing to corrupt here)
@@ -913,6 +919,7 @@ class SlabMachine(KernelMachine):
         self.kernel.clear_reports()
 
     def live_only_validate(self) -> None:
+        assert self.pending is not None
         name = self.pending[0]
         assert self.kernel.cache(name).validate() == 2
         self.pending = None
@@ -920,13 +927,13 @@ class SlabMachine(KernelMachine):
 
     # -- invariants ----------------------------------------------------------------------------
     @invariant()
-    def objects_belong_to_their_cache(self):
+    def objects_belong_to_their_cache(self) -> None:
         for p, name in self.live.items():
             assert self.kernel.slab_object(p) == (name, p)
             assert p % self.kernel.cache(name).align == 0
 
     @invariant()
-    def stats_add_up(self):
+    def stats_add_up(self) -> None:
         for name in self.cache_flags:
             s = self.kernel.cache(name).stats()
             assert s["alloc_fastpath"] + s["alloc_slowpath"] == self.allocs[name]
@@ -977,15 +984,16 @@ class QuarantineMachine(KernelMachine):
         self.freed: Dict[int, int] = {}
 
     @rule(size=st.sampled_from(SIZES), cpu=vcpus)
-    def alloc(self, size, cpu):
+    def alloc(self, size: int, cpu: int) -> None:
         p = self.kernel.kmalloc(size, cpu=cpu % self.cpus)
+        assert p is not None
         self.freed.pop(p, None)
         assert p not in self.live
         self.live[p] = size
 
     @precondition(lambda self: self.live)
     @rule(data=st.data(), cpu=vcpus)
-    def free(self, data, cpu):
+    def free(self, data: st.DataObject, cpu: int) -> None:
         p = data.draw(st.sampled_from(sorted(self.live)))
         n = self.kernel.report_count
         self.kernel.kfree(p, cpu=cpu % self.cpus)
@@ -994,7 +1002,7 @@ class QuarantineMachine(KernelMachine):
 
     @precondition(lambda self: self.freed)
     @rule(data=st.data())
-    def double_free(self, data):
+    def double_free(self, data: st.DataObject) -> None:
         p = data.draw(st.sampled_from(sorted(self.freed)))
         n = self.kernel.report_count
         self.kernel.kfree(p)
@@ -1004,7 +1012,7 @@ class QuarantineMachine(KernelMachine):
 
     @precondition(lambda self: self.live or self.freed)
     @rule(data=st.data(), write=st.booleans())
-    def access(self, data, write):
+    def access(self, data: st.DataObject, write: bool) -> None:
         p = data.draw(st.sampled_from(sorted(set(self.live) | set(self.freed))))
         cap = self.live.get(p) or self.freed[p]
         off = data.draw(st.integers(-8, cap + 16))
@@ -1034,7 +1042,7 @@ class QuarantineMachine(KernelMachine):
         self.acknowledge()
 
     @invariant()
-    def quarantine_bounded(self):
+    def quarantine_bounded(self) -> None:
         s = self.kernel.kasan.quarantine.stats()
         assert s["size"] <= self.kernel.totalram_pages * 4096 // 32 + 2 * MiB
 
@@ -1122,37 +1130,37 @@ class DebugObjectsMachine(KernelMachine):
     descr = st.integers(0, len(BEHAVIOURS) - 1)
 
     @rule(a=addr, i=descr)
-    def init(self, a, i):
+    def init(self, a: int, i: int) -> None:
         self.call("init", a, descr=i)
 
     @rule(a=addr, i=descr)
-    def activate(self, a, i):
+    def activate(self, a: int, i: int) -> None:
         r1, r2 = self.call("activate", a, descr=i)
         assert r1 == r2
 
     @rule(a=addr, i=descr)
-    def deactivate(self, a, i):
+    def deactivate(self, a: int, i: int) -> None:
         self.call("deactivate", a, descr=i)
 
     @rule(a=addr, i=descr)
-    def destroy(self, a, i):
+    def destroy(self, a: int, i: int) -> None:
         self.call("destroy", a, descr=i)
 
     @rule(a=addr, i=descr)
-    def free(self, a, i):
+    def free(self, a: int, i: int) -> None:
         self.call("free", a, descr=i)
 
     @rule(a=addr, i=descr)
-    def assert_init(self, a, i):
+    def assert_init(self, a: int, i: int) -> None:
         self.call("assert_init", a, descr=i)
 
     @rule(a=addr, i=descr, expect=st.integers(0, 2), nxt=st.integers(0, 2))
-    def active_state(self, a, i, expect, nxt):
+    def active_state(self, a: int, i: int, expect: int, nxt: int) -> None:
         self.call("active_state", a, expect, nxt, descr=i)
 
     @rule(a=addr, delta=st.sampled_from([-8, 0, 8]),
           size=st.sampled_from([0, 64, 200, 4096, 3 * 4096 + 100]))
-    def check_no_obj_freed(self, a, delta, size):
+    def check_no_obj_freed(self, a: int, delta: int, size: int) -> None:
         self.call("check_no_obj_freed", a + delta, size)
 
     def _bulk(self, op: str, lo: int, hi: int) -> None:
@@ -1163,42 +1171,42 @@ class DebugObjectsMachine(KernelMachine):
                 self.call(op, DOBJ_BULK + 64 * j, descr=0)
 
     @rule(n=st.integers(1, 1500))
-    def bulk_init(self, n):
+    def bulk_init(self, n: int) -> None:
         self._bulk("init", self.nbulk, self.nbulk + n)
         self.nbulk += n
 
     @rule(n=st.integers(1, 1500))
-    def bulk_free(self, n):
+    def bulk_free(self, n: int) -> None:
         n = min(n, self.nbulk)
         if n:
             self._bulk("free", self.nbulk - n, self.nbulk)
         self.nbulk -= n
 
     @rule(ms=st.sampled_from([0, 1, 50, 99, 100, 150, 1000]))
-    def advance(self, ms):
+    def advance(self, ms: int) -> None:
         self.kernel.advance(ms=ms)
         self.model.advance(ms * 1_000_000)
         self.acknowledge()
 
     @rule(cpu=st.integers(0, 1))
-    def switch_cpu(self, cpu):
+    def switch_cpu(self, cpu: int) -> None:
         cpu %= self.cpus
         self.kernel.bind_cpu(cpu)
         self.model.cpu = cpu
 
     @rule(n=st.integers(1, 2))
-    def fail_trylock(self, n):
+    def fail_trylock(self, n: int) -> None:
         self.d.fail_trylock(n)
         self.model.pool.fail_trylock = n
 
     @rule(on=st.booleans())
-    def failslab(self, on):
+    def failslab(self, on: bool) -> None:
         self.kernel.set_fault("failslab", probability=100 if on else 0, times=-1, verbose=0)
         self.model.oom_fail = on
 
     # -- comparisons ----------------------------------------------------------------
     @invariant()
-    def same(self):
+    def same(self) -> None:
         ks, ms = self.d.stats(), self.model.stats()
         for f in ("max_chain", "max_checked"):     # page frees of the tracker slab add scans
             assert ks[f] >= ms[f], f

@@ -1011,30 +1011,30 @@ static void Raw_dealloc(RawObject *self)
 
 /* ---- type specs ------------------------------------------------------------------- */
 static PyMethodDef Kernel_methods[] = {
-	{ "close", (PyCFunction)Kernel_close, METH_NOARGS, "Stop the worker and refuse further calls." },
-	{ "bind_cpu", (PyCFunction)Kernel_bind_cpu, METH_O, "Bind the calling thread to a vCPU (-1 unbinds); returns the old binding." },
-	{ "current_cpu", (PyCFunction)Kernel_current_cpu, METH_NOARGS, "smp_processor_id() of the calling thread." },
-	{ "_cpu_hotplug", (PyCFunction)Kernel_cpu_hotplug, METH_VARARGS, "_cpu_hotplug(cpu, online): CPU hotplug of a vCPU." },
-	{ "cpu_is_online", (PyCFunction)Kernel_cpu_is_online, METH_O, "cpu_is_online(cpu) -> bool." },
-	{ "current_pid", (PyCFunction)Kernel_current_pid, METH_NOARGS, "The calling thread's task id." },
-	{ "set_comm", (PyCFunction)Kernel_set_comm, METH_O, "Set the calling thread's task name." },
-	{ "lock_bias_info", (PyCFunction)Kernel_lock_bias_info, METH_NOARGS, "Lock bias: threshold, grants, revocations." },
-	{ "advance", (PyCFunction)Kernel_advance, METH_O, "Advance the virtual clock by ns, running due work." },
-	{ "param", (PyCFunction)Kernel_param, METH_O, "Current value of a boot parameter." },
-	{ "alloc_pages", (PyCFunction)(void (*)(void))Kernel_alloc_pages, METH_VARARGS | METH_KEYWORDS, "alloc_pages(order=0, gfp=GFP_KERNEL) -> address or None." },
-	{ "free_pages", (PyCFunction)(void (*)(void))Kernel_free_pages, METH_VARARGS | METH_KEYWORDS, "__free_pages(addr, order=0)." },
-	{ "raw", (PyCFunction)Kernel_raw, METH_VARARGS, "Unchecked writable memoryview of kernel memory." },
-	{ "fault_get", (PyCFunction)Kernel_fault_get, METH_O, "State of a fault_attr as a dict." },
-	{ "fault_set", (PyCFunction)(void (*)(void))Kernel_fault_set, METH_VARARGS | METH_KEYWORDS, "Set a fault_attr's knobs." },
-	{ "fault_set_flag", (PyCFunction)Kernel_fault_set_flag, METH_VARARGS, "Set a fault_attr's debugfs extra knob." },
-	{ "dmesg", (PyCFunction)(void (*)(void))Kernel_dmesg, METH_VARARGS | METH_KEYWORDS, "The kernel log as text." },
-	{ "printk", (PyCFunction)Kernel_printk, METH_O, "printk a message." },
-	{ "reports", (PyCFunction)Kernel_reports, METH_VARARGS, "Reports from index start on." },
-	{ "clear_reports", (PyCFunction)Kernel_clear_reports, METH_NOARGS, "Forget all reports." },
-	{ "report", (PyCFunction)Kernel_report, METH_VARARGS, "Publish a report (subsystem, kind, text)." },
-	{ "stack_save", (PyCFunction)Kernel_stack_save, METH_NOARGS, "stack_depot_save() of the calling context." },
-	{ "stack_text", (PyCFunction)Kernel_stack_text, METH_O, "A depot stack as the kernel prints it." },
-	{ "work", (PyCFunction)Kernel_work, METH_VARARGS, "work(fn, name=None) -> Work: a delayed work item running fn()." },
+	{ "close", (PyCFunction)Kernel_close, METH_NOARGS, "close($self, /)\n--\n\nStop the worker and refuse further calls." },
+	{ "bind_cpu", (PyCFunction)Kernel_bind_cpu, METH_O, "bind_cpu($self, cpu, /)\n--\n\nBind the calling thread to a vCPU (-1 unbinds); returns the old binding." },
+	{ "current_cpu", (PyCFunction)Kernel_current_cpu, METH_NOARGS, "current_cpu($self, /)\n--\n\nsmp_processor_id() of the calling thread." },
+	{ "_cpu_hotplug", (PyCFunction)Kernel_cpu_hotplug, METH_VARARGS, "_cpu_hotplug($self, cpu, online, /)\n--\n\nCPU hotplug of a vCPU." },
+	{ "cpu_is_online", (PyCFunction)Kernel_cpu_is_online, METH_O, "cpu_is_online($self, cpu, /)\n--\n\ncpu_is_online(cpu) -> bool." },
+	{ "current_pid", (PyCFunction)Kernel_current_pid, METH_NOARGS, "current_pid($self, /)\n--\n\nThe calling thread's task id." },
+	{ "set_comm", (PyCFunction)Kernel_set_comm, METH_O, "set_comm($self, comm, /)\n--\n\nSet the calling thread's task name." },
+	{ "lock_bias_info", (PyCFunction)Kernel_lock_bias_info, METH_NOARGS, "lock_bias_info($self, /)\n--\n\nLock bias: threshold, grants, revocations." },
+	{ "advance", (PyCFunction)Kernel_advance, METH_O, "advance($self, ns, /)\n--\n\nAdvance the virtual clock by ns, running due work." },
+	{ "param", (PyCFunction)Kernel_param, METH_O, "param($self, name, /)\n--\n\nCurrent value of a boot parameter." },
+	{ "alloc_pages", (PyCFunction)(void (*)(void))Kernel_alloc_pages, METH_VARARGS | METH_KEYWORDS, "alloc_pages($self, /, order=0, gfp=odebug._core.GFP_KERNEL)\n--\n\nalloc_pages(order, gfp) -> address, or None when the allocation fails." },
+	{ "free_pages", (PyCFunction)(void (*)(void))Kernel_free_pages, METH_VARARGS | METH_KEYWORDS, "free_pages($self, /, addr, order=0)\n--\n\n__free_pages(addr, order)." },
+	{ "raw", (PyCFunction)Kernel_raw, METH_VARARGS, "raw($self, addr, n, /)\n--\n\nUnchecked writable memoryview of n bytes of kernel memory at addr." },
+	{ "fault_get", (PyCFunction)Kernel_fault_get, METH_O, "fault_get($self, name, /)\n--\n\nState of a fault_attr as a dict." },
+	{ "fault_set", (PyCFunction)(void (*)(void))Kernel_fault_set, METH_VARARGS | METH_KEYWORDS, "fault_set($self, /, name, probability, interval=1, times=-1, space=0, verbose=0)\n--\n\nSet a fault_attr's knobs." },
+	{ "fault_set_flag", (PyCFunction)Kernel_fault_set_flag, METH_VARARGS, "fault_set_flag($self, name, knob, value, /)\n--\n\nSet a fault_attr's debugfs extra knob." },
+	{ "dmesg", (PyCFunction)(void (*)(void))Kernel_dmesg, METH_VARARGS | METH_KEYWORDS, "dmesg($self, /, clear=False)\n--\n\nThe kernel log as text; clear=True empties it after reading." },
+	{ "printk", (PyCFunction)Kernel_printk, METH_O, "printk($self, msg, /)\n--\n\nprintk a message." },
+	{ "reports", (PyCFunction)Kernel_reports, METH_VARARGS, "reports($self, start=0, /)\n--\n\nReports from index start on." },
+	{ "clear_reports", (PyCFunction)Kernel_clear_reports, METH_NOARGS, "clear_reports($self, /)\n--\n\nForget all reports." },
+	{ "report", (PyCFunction)Kernel_report, METH_VARARGS, "report($self, subsystem, kind, text='', /)\n--\n\nPublish a report (subsystem, kind, text)." },
+	{ "stack_save", (PyCFunction)Kernel_stack_save, METH_NOARGS, "stack_save($self, /)\n--\n\nstack_depot_save() of the calling context." },
+	{ "stack_text", (PyCFunction)Kernel_stack_text, METH_O, "stack_text($self, handle, /)\n--\n\nA depot stack as the kernel prints it." },
+	{ "work", (PyCFunction)Kernel_work, METH_VARARGS, "work(fn[, name]) -> Work: a delayed work item running fn(); name, if given, a str." },
 	{ NULL }
 };
 
@@ -1071,7 +1071,9 @@ static PyType_Slot Kernel_slots[] = {
 	{ Py_tp_methods, Kernel_methods },
 	{ Py_tp_getset, Kernel_getset },
 	{ Py_tp_members, Kernel_members },
-	{ Py_tp_doc, "The C kernel instance (use odebug.Kernel)." },
+	{ Py_tp_doc, "Kernel(cpus=2, ram=268435456, clock='virtual', seed=0, cmdline='', hz=0, nr_cpus=0,\n"
+		    "       skip_prefix=None)\n--\n\n"
+		    "The C kernel instance (use odebug.Kernel)." },
 	{ 0, NULL }
 };
 
@@ -1084,9 +1086,9 @@ static PyType_Spec Kernel_spec = {
 
 static PyMethodDef Work_methods[] = {
 	{ "schedule", (PyCFunction)(void (*)(void))Work_schedule, METH_VARARGS | METH_KEYWORDS,
-	  "schedule(delay=0) -> bool: schedule_delayed_work (delay in jiffies); False if already pending." },
-	{ "cancel", (PyCFunction)Work_cancel, METH_NOARGS, "cancel_delayed_work_sync -> True if it was pending." },
-	{ "flush", (PyCFunction)Work_flush, METH_NOARGS, "flush_delayed_work -> True if it ran or was waited for." },
+	  "schedule($self, /, delay=0)\n--\n\nschedule_delayed_work (delay in jiffies) -> bool; False if already pending." },
+	{ "cancel", (PyCFunction)Work_cancel, METH_NOARGS, "cancel($self, /)\n--\n\ncancel_delayed_work_sync -> True if it was pending." },
+	{ "flush", (PyCFunction)Work_flush, METH_NOARGS, "flush($self, /)\n--\n\nflush_delayed_work -> True if it ran or was waited for." },
 	{ NULL }
 };
 
@@ -1155,8 +1157,8 @@ static PyObject *build_info(PyObject *module, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
-	{ "_set_report_factory", set_report_factory, METH_O, "Set the callable that turns report dicts into Reports." },
-	{ "_build_info", build_info, METH_NOARGS, "Build facts: sanitizer, limits." },
+	{ "_set_report_factory", set_report_factory, METH_O, "_set_report_factory($module, factory, /)\n--\n\nSet the callable that turns report dicts into Reports (None: plain dicts)." },
+	{ "_build_info", build_info, METH_NOARGS, "_build_info($module, /)\n--\n\nBuild facts: sanitizer, limits." },
 	{ NULL }
 };
 

@@ -292,7 +292,7 @@ static PyType_Slot Descr_slots[] = {
 	{ Py_tp_getset, Descr_getset },
 	{ Py_tp_doc,
 	  "ObjectDescr(name, *, is_static_object=None, fixup_init=None, fixup_activate=None,\n"
-	  "            fixup_destroy=None, fixup_free=None, fixup_assert_init=None, debug_hint=None)\n\n"
+	  "            fixup_destroy=None, fixup_free=None, fixup_assert_init=None, debug_hint=None)\n--\n\n"
 	  "A debug-objects type (struct debug_obj_descr).  fixup_*(addr, state) -> bool\n"
 	  "(True: fixed, counted in 'fixups'); is_static_object(addr) -> bool;\n"
 	  "debug_hint(addr) -> int address or str, printed after 'hint:'." },
@@ -632,35 +632,35 @@ static PyObject *py_debug_objects_churn(PyObject *module, PyObject *args, PyObje
 }
 
 static PyMethodDef dobj_methods[] = {
-	{ "debug_object_init", py_debug_object_init, METH_VARARGS, "debug_object_init(kernel, addr, descr)" },
+	{ "debug_object_init", py_debug_object_init, METH_VARARGS, "debug_object_init($module, kernel, addr, descr, /)\n--\n\ndebug_object_init()." },
 	{ "debug_object_init_on_stack", py_debug_object_init_on_stack, METH_VARARGS,
-	  "debug_object_init_on_stack(kernel, addr, descr)" },
+	  "debug_object_init_on_stack($module, kernel, addr, descr, /)\n--\n\ndebug_object_init_on_stack()." },
 	{ "debug_object_activate", py_debug_object_activate, METH_VARARGS,
-	  "debug_object_activate(kernel, addr, descr) -> 0 or -EINVAL" },
+	  "debug_object_activate($module, kernel, addr, descr, /)\n--\n\ndebug_object_activate() -> 0 or -EINVAL." },
 	{ "debug_object_deactivate", py_debug_object_deactivate, METH_VARARGS,
-	  "debug_object_deactivate(kernel, addr, descr)" },
-	{ "debug_object_destroy", py_debug_object_destroy, METH_VARARGS, "debug_object_destroy(kernel, addr, descr)" },
-	{ "debug_object_free", py_debug_object_free, METH_VARARGS, "debug_object_free(kernel, addr, descr)" },
+	  "debug_object_deactivate($module, kernel, addr, descr, /)\n--\n\ndebug_object_deactivate()." },
+	{ "debug_object_destroy", py_debug_object_destroy, METH_VARARGS, "debug_object_destroy($module, kernel, addr, descr, /)\n--\n\ndebug_object_destroy()." },
+	{ "debug_object_free", py_debug_object_free, METH_VARARGS, "debug_object_free($module, kernel, addr, descr, /)\n--\n\ndebug_object_free()." },
 	{ "debug_object_assert_init", py_debug_object_assert_init, METH_VARARGS,
-	  "debug_object_assert_init(kernel, addr, descr)" },
+	  "debug_object_assert_init($module, kernel, addr, descr, /)\n--\n\ndebug_object_assert_init()." },
 	{ "debug_object_active_state", py_debug_object_active_state, METH_VARARGS,
-	  "debug_object_active_state(kernel, addr, descr, expect, next)" },
+	  "debug_object_active_state($module, kernel, addr, descr, expect, next, /)\n--\n\ndebug_object_active_state()." },
 	{ "debug_check_no_obj_freed", py_debug_check_no_obj_freed, METH_VARARGS,
-	  "debug_check_no_obj_freed(kernel, addr, size) (GIL released)" },
+	  "debug_check_no_obj_freed($module, kernel, addr, size, /)\n--\n\ndebug_check_no_obj_freed() (GIL released)." },
 	{ "debug_object_lookup", py_debug_object_lookup, METH_VARARGS,
-	  "debug_object_lookup(kernel, addr) -> (state, astate) or None" },
-	{ "debug_objects_stats", py_debug_objects_stats, METH_O, "debug_objects_stats(kernel) -> dict" },
+	  "debug_object_lookup($module, kernel, addr, /)\n--\n\n(state, astate) of the tracked object at addr, or None." },
+	{ "debug_objects_stats", py_debug_objects_stats, METH_O, "debug_objects_stats($module, kernel, /)\n--\n\nThe debug-objects counters as a dict." },
 	{ "debug_objects_stats_text", py_debug_objects_stats_text, METH_O,
-	  "debug_objects_stats_text(kernel) -> the v5.3 stats file" },
+	  "debug_objects_stats_text($module, kernel, /)\n--\n\nThe v5.3 debugfs stats file." },
 	{ "debug_objects_internals", py_debug_objects_internals, METH_O,
-	  "debug_objects_internals(kernel) -> dict of raw pool state" },
+	  "debug_objects_internals($module, kernel, /)\n--\n\nRaw pool state as a dict." },
 	{ "debug_objects_fail_trylock", py_debug_objects_fail_trylock, METH_VARARGS,
-	  "debug_objects_fail_trylock(kernel, n): the next n trylocks in free_obj_work fail" },
+	  "debug_objects_fail_trylock($module, kernel, n, /)\n--\n\nThe next n trylocks in free_obj_work fail." },
 	{ "debug_objects_stack_bounds", py_debug_objects_stack_bounds, METH_O,
-	  "debug_objects_stack_bounds(kernel) -> (lo, hi) of the calling thread's stack" },
+	  "debug_objects_stack_bounds($module, kernel, /)\n--\n\n(lo, hi) of the calling thread's stack." },
 	{ "debug_objects_churn", (PyCFunction)(void (*)(void))py_debug_objects_churn,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "debug_objects_churn(kernel, rounds, wave, lifetime, threads=False, advance_ns=0, seed=0, phase_rounds=0) -> dict" },
+	  "debug_objects_churn($module, /, kernel, rounds, wave, lifetime, threads=False, advance_ns=0, seed=0, phase_rounds=0)\n--\n\nObject churn in C -> dict of results." },
 	{ NULL }
 };
 

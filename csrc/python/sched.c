@@ -355,19 +355,19 @@ static PyObject *py_sched_site_info(PyObject *m, PyObject *args)
 }
 
 static PyMethodDef sched_methods[] = {
-	{ "sched_random", py_sched_random, METH_VARARGS, "sched_random(seed=0) -> SchedStrategy." },
-	{ "sched_pct", py_sched_pct, METH_VARARGS, "sched_pct(seed=0, depth=2, steps=0) -> SchedStrategy." },
-	{ "sched_dfs", py_sched_dfs, METH_VARARGS, "sched_dfs(bound=2) -> SchedStrategy." },
-	{ "sched_replay", py_sched_replay, METH_VARARGS, "sched_replay(text, seed=0) -> SchedStrategy." },
+	{ "sched_random", py_sched_random, METH_VARARGS, "sched_random($module, seed=0, /)\n--\n\nA random scheduling strategy." },
+	{ "sched_pct", py_sched_pct, METH_VARARGS, "sched_pct($module, seed=0, depth=2, steps=0, /)\n--\n\nA PCT scheduling strategy." },
+	{ "sched_dfs", py_sched_dfs, METH_VARARGS, "sched_dfs($module, bound=2, /)\n--\n\nA bounded depth-first scheduling strategy." },
+	{ "sched_replay", py_sched_replay, METH_VARARGS, "sched_replay($module, text, seed=0, /)\n--\n\nA strategy replaying a recorded schedule." },
 	{ "sched_preemptions", py_sched_preemptions, METH_VARARGS,
-	  "sched_preemptions([(gap, who), ...]) -> SchedStrategy." },
+	  "sched_preemptions($module, preemptions, /)\n--\n\nA strategy of [(gap, who), ...] preemptions." },
 	{ "sched_spawn", py_sched_spawn, METH_VARARGS,
-	  "sched_spawn(kernel, box, cpu=-1, name=None) -> task id; box = [callable, None]." },
+	  "sched_spawn($module, kernel, box, cpu=-1, name=None, /)\n--\n\nSpawn a task -> task id; box = [callable, None]." },
 	{ "sched_run", py_sched_run, METH_VARARGS,
-	  "sched_run(kernel, strategy|None, timeout_ms=0, record=False) -> dict." },
-	{ "sched_trace_hash", py_sched_trace_hash, METH_VARARGS, "sched_trace_hash(kernel) -> int." },
+	  "sched_run($module, kernel, strategy, timeout_ms=0, record=False, /)\n--\n\nRun the spawned tasks under strategy (or None) -> dict." },
+	{ "sched_trace_hash", py_sched_trace_hash, METH_VARARGS, "sched_trace_hash($module, kernel, /)\n--\n\nHash of the last run's trace." },
 	{ "sched_site_info", py_sched_site_info, METH_VARARGS,
-	  "sched_site_info(kernel, site) -> (what, file, line, kind)." },
+	  "sched_site_info($module, kernel, site, /)\n--\n\n(what, file, line, kind) of a scheduling site." },
 	{ NULL }
 };
 

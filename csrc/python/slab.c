@@ -752,17 +752,17 @@ static void Cache_dealloc(CacheObject *c)
 }
 
 static PyMethodDef Cache_methods[] = {
-	{ "alloc", (PyCFunction)Cache_alloc, METH_VARARGS, "kmem_cache_alloc(gfp) -> address or None." },
-	{ "kmalloc", (PyCFunction)Cache_kmalloc, METH_VARARGS, "kmalloc(size, gfp) from this cache (orig_size tracking)." },
-	{ "free", (PyCFunction)Cache_free, METH_O, "kmem_cache_free(addr)." },
-	{ "alloc_bulk", (PyCFunction)Cache_alloc_bulk, METH_VARARGS, "kmem_cache_alloc_bulk(n, gfp) -> list or None." },
-	{ "free_bulk", (PyCFunction)Cache_free_bulk, METH_O, "kmem_cache_free_bulk(addresses)." },
-	{ "validate", (PyCFunction)Cache_validate, METH_NOARGS, "validate_slab_cache -> errors (KUnit rule)." },
-	{ "flush", (PyCFunction)Cache_flush, METH_NOARGS, "flush_all: every vCPU's slabs back to the node." },
-	{ "destroy", (PyCFunction)Cache_destroy, METH_NOARGS, "kmem_cache_destroy." },
-	{ "info", (PyCFunction)Cache_info, METH_NOARGS, "Layout and counters as a dict." },
-	{ "stats", (PyCFunction)Cache_stats, METH_VARARGS, "CONFIG_SLUB_STATS counters (per_cpu=False)." },
-	{ "bench_pairs", (PyCFunction)Cache_bench_pairs, METH_VARARGS, "bench_pairs(n, batch=1) -> ns for n alloc+free pairs in C." },
+	{ "alloc", (PyCFunction)Cache_alloc, METH_VARARGS, "alloc($self, gfp=odebug._core.GFP_KERNEL, /)\n--\n\nkmem_cache_alloc(gfp) -> address or None." },
+	{ "kmalloc", (PyCFunction)Cache_kmalloc, METH_VARARGS, "kmalloc($self, size, gfp=odebug._core.GFP_KERNEL, /)\n--\n\nkmalloc(size, gfp) from this cache (orig_size tracking) -> address or None." },
+	{ "free", (PyCFunction)Cache_free, METH_O, "free($self, addr, /)\n--\n\nkmem_cache_free(addr)." },
+	{ "alloc_bulk", (PyCFunction)Cache_alloc_bulk, METH_VARARGS, "alloc_bulk($self, n, gfp=odebug._core.GFP_KERNEL, /)\n--\n\nkmem_cache_alloc_bulk(n, gfp) -> list or None." },
+	{ "free_bulk", (PyCFunction)Cache_free_bulk, METH_O, "free_bulk($self, addrs, /)\n--\n\nkmem_cache_free_bulk(addresses)." },
+	{ "validate", (PyCFunction)Cache_validate, METH_NOARGS, "validate($self, /)\n--\n\nvalidate_slab_cache -> errors (KUnit rule)." },
+	{ "flush", (PyCFunction)Cache_flush, METH_NOARGS, "flush($self, /)\n--\n\nflush_all: every vCPU's slabs back to the node." },
+	{ "destroy", (PyCFunction)Cache_destroy, METH_NOARGS, "destroy($self, /)\n--\n\nkmem_cache_destroy." },
+	{ "info", (PyCFunction)Cache_info, METH_NOARGS, "info($self, /)\n--\n\nLayout and counters as a dict." },
+	{ "stats", (PyCFunction)Cache_stats, METH_VARARGS, "stats($self, per_cpu=False, /)\n--\n\nCONFIG_SLUB_STATS counters: name -> total, or -> per-vCPU list with per_cpu." },
+	{ "bench_pairs", (PyCFunction)Cache_bench_pairs, METH_VARARGS, "bench_pairs($self, n, batch=1, exclusive=False, /)\n--\n\nns for n alloc+free pairs in C." },
 	{ NULL }
 };
 
@@ -792,23 +792,23 @@ static PyType_Spec Cache_spec = {
 };
 
 static PyMethodDef slab_functions[] = {
-	{ "cache_create", py_cache_create, METH_VARARGS, NULL },
-	{ "cache_find", py_cache_find, METH_VARARGS, NULL },
-	{ "cache_names", py_cache_names, METH_O, NULL },
-	{ "kmalloc", py_kmalloc, METH_VARARGS, NULL },
-	{ "kfree", py_kfree, METH_VARARGS, NULL },
-	{ "ksize", py_ksize, METH_VARARGS, NULL },
-	{ "kfree_rcu", py_kfree_rcu, METH_VARARGS, NULL },
-	{ "rcu_barrier", py_rcu_barrier, METH_O, NULL },
-	{ "krealloc", py_krealloc, METH_VARARGS, NULL },
-	{ "slabinfo_text", py_slabinfo_text, METH_O, NULL },
-	{ "slab_flags_parse", py_slab_flags_parse, METH_VARARGS, NULL },
-	{ "slab_flags_letters", py_slab_flags_letters, METH_O, NULL },
-	{ "slab_object", py_slab_object, METH_VARARGS, NULL },
-	{ "slub_stat_names", py_stat_names, METH_NOARGS, NULL },
-	{ "slab_errors", py_slab_errors, METH_O, NULL },
-	{ "bench_malloc_pairs", py_bench_malloc, METH_VARARGS, NULL },
-	{ "hackbench", (PyCFunction)(void (*)(void))py_hackbench, METH_VARARGS | METH_KEYWORDS, NULL },
+	{ "cache_create", py_cache_create, METH_VARARGS, "cache_create($module, kernel, name, size, align, flags, ctor, /)\n--\n\nkmem_cache_create -> Cache." },
+	{ "cache_find", py_cache_find, METH_VARARGS, "cache_find($module, kernel, name, /)\n--\n\nThe cache of that name, or None." },
+	{ "cache_names", py_cache_names, METH_O, "cache_names($module, kernel, /)\n--\n\nNames of the kernel's caches." },
+	{ "kmalloc", py_kmalloc, METH_VARARGS, "kmalloc($module, kernel, size, gfp, /)\n--\n\nkmalloc(size, gfp) -> address or None." },
+	{ "kfree", py_kfree, METH_VARARGS, "kfree($module, kernel, addr, /)\n--\n\nkfree(addr)." },
+	{ "ksize", py_ksize, METH_VARARGS, "ksize($module, kernel, addr, /)\n--\n\nksize(addr) -> usable size." },
+	{ "kfree_rcu", py_kfree_rcu, METH_VARARGS, "kfree_rcu($module, kernel, addr, /)\n--\n\nkfree_rcu(addr): freed after a grace period." },
+	{ "rcu_barrier", py_rcu_barrier, METH_O, "rcu_barrier($module, kernel, /)\n--\n\nrcu_barrier: wait for the pending kfree_rcu frees." },
+	{ "krealloc", py_krealloc, METH_VARARGS, "krealloc($module, kernel, addr, size, gfp, /)\n--\n\nkrealloc(addr, size, gfp) -> address or None." },
+	{ "slabinfo_text", py_slabinfo_text, METH_O, "slabinfo_text($module, kernel, /)\n--\n\n/proc/slabinfo as text." },
+	{ "slab_flags_parse", py_slab_flags_parse, METH_VARARGS, "slab_flags_parse($module, kernel, letters, /)\n--\n\nslub_debug flag letters -> SLAB_* flags." },
+	{ "slab_flags_letters", py_slab_flags_letters, METH_O, "slab_flags_letters($module, flags, /)\n--\n\nSLAB_* flags -> slub_debug letters." },
+	{ "slab_object", py_slab_object, METH_VARARGS, "slab_object($module, kernel, addr, /)\n--\n\n(cache name, object start) of a slab address, or None." },
+	{ "slub_stat_names", py_stat_names, METH_NOARGS, "slub_stat_names($module, /)\n--\n\nThe CONFIG_SLUB_STATS counter names." },
+	{ "slab_errors", py_slab_errors, METH_O, "slab_errors($module, kernel, /)\n--\n\nNumber of slab errors reported." },
+	{ "bench_malloc_pairs", py_bench_malloc, METH_VARARGS, "bench_malloc_pairs($module, size, n, batch=1, /)\n--\n\nns for n glibc malloc+free pairs." },
+	{ "hackbench", (PyCFunction)(void (*)(void))py_hackbench, METH_VARARGS | METH_KEYWORDS, "hackbench($module, /, kernel, groups=10, fds=20, loops=100, msg_size=100, queue_depth=0, processes=True, on_threads=False)\n--\n\nhackbench on the kernel's slab -> dict of results." },
 	{ NULL }
 };
 
