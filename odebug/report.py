@@ -51,7 +51,7 @@ ReportKind = enum.StrEnum("ReportKind",   # type: ignore[misc]
                               _KASAN_KINDS + _SLUB_KINDS + _ODEBUG_KINDS + _OTHER_KINDS)],
                           module=__name__)
 
-_KIND_VALUES = frozenset(k.value for k in ReportKind)   # type: ignore[attr-defined]
+_KIND_VALUES = frozenset(k.value for k in ReportKind)
 _SEPARATOR = re.compile(r"^(=+|-+|-+\[ cut here \]-+)$")
 
 
