@@ -22,7 +22,10 @@ def _install_kind_check():
 
     def factory(d):
         r = Report._from_dict(d)
-        if r.subsystem != "user" and not isinstance(r.kind, odebug.ReportKind):
+        # user-published reports (k.report(), k.warn(): any subsystem, titles such
+        # as "WARNING: ..." or "BUG: KASAN: ...") are the user's words, not odebug's
+        user = r.subsystem in ("user", "kernel") or ":" in str(r.kind)
+        if not user and not isinstance(r.kind, odebug.ReportKind):
             _UNKNOWN_KINDS.setdefault((r.subsystem, r.kind), r.text[:300])
         return r
 
