@@ -2,11 +2,14 @@
 
 Two artefacts come out of csrc/:
 
-* ``odebug/libodebug.so``: the C core as a plain shared library, built with
+* ``odebug/lib/libodebug.so``: the C core as a plain shared library, built with
   ``-fvisibility=hidden`` so that only the public API (``ODB_API``) is exported.
-  C users and cffi load it; it does not link libpython.
+  C users and cffi load it (``odebug.get_library()``); it does not link
+  libpython.  It lives in ``lib/`` (no ``__init__.py``) so that pkgutil/pydoc
+  do not take it for an extension module ``odebug.libodebug`` (which fails to
+  import).
 * ``odebug._core``: the thin CPython binding (csrc/python/), linked against
-  libodebug.so through an ``$ORIGIN`` RUNPATH, so there is one copy of the core.
+  libodebug.so through an ``$ORIGIN/lib`` RUNPATH, so there is one copy of the core.
 
 Environment knobs:
   ODEBUG_WERROR=1                    add -Werror
@@ -77,6 +80,15 @@ class odebug_build_ext(build_ext):
                     self.force = True
         except OSError:
             self.force = True
+        # the library's old place (before lib/): pydoc would list it as a module,
+        # and a wheel would pick it up from build_lib
+        for stale in (os.path.join(HERE, "odebug", "libodebug.so"),
+                      os.path.join(self.build_lib, "odebug", "libodebug.so")):
+            if os.path.exists(stale):
+                os.remove(stale)
+        if self.inplace:
+            # setuptools copies the in-place outputs without creating their directory
+            os.makedirs(os.path.join(HERE, "odebug", "lib"), exist_ok=True)
         super().run()
         os.makedirs(self.build_temp, exist_ok=True)
         with open(stamp, "w") as f:
@@ -102,7 +114,7 @@ class odebug_build_ext(build_ext):
             ext.library_dirs = [libdir]
         super().build_extension(ext)
         if isinstance(ext, SharedLib):
-            dest = os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)),
+            dest = os.path.join(os.path.dirname(self.get_ext_fullpath(binding.name)),
                                 "include", "odebug")
             os.makedirs(dest, exist_ok=True)
             for h in glob.glob(rel("csrc", "include", "odebug", "*.h")):
@@ -111,7 +123,7 @@ class odebug_build_ext(build_ext):
 
 cflags, ldflags = flags()
 core = SharedLib(
-    "odebug.odebug",
+    "odebug.lib.odebug",        # odebug/lib/libodebug.so
     sources=core_sources(),
     include_dirs=[rel("csrc", "include"), "csrc"],
     depends=all_headers(),
@@ -124,7 +136,7 @@ binding = Extension(
     include_dirs=[rel("csrc", "include"), "csrc"],
     depends=all_headers(),
     libraries=[":libodebug.so"],
-    runtime_library_dirs=["$ORIGIN"],
+    runtime_library_dirs=["$ORIGIN/lib"],
     extra_compile_args=cflags,
     extra_link_args=ldflags,
 )
