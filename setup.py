@@ -72,7 +72,8 @@ class odebug_build_ext(build_ext):
     def run(self):
         # A variant switch (ODEBUG_SANITIZE, ODEBUG_DEBUG, ...) changes only flags,
         # which distutils does not track: rebuild everything when they change.
-        sig = repr(flags())
+        # (the layout too: _core built for odebug/libodebug.so has the wrong RUNPATH)
+        sig = repr(flags()) + " lib/libodebug.so"
         stamp = os.path.join(self.build_temp, "odebug-flags")
         try:
             with open(stamp) as f:
