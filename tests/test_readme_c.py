@@ -44,8 +44,7 @@ def test_from_c_program_builds_runs_and_prints_the_readme_output(tmp_path):
     def stable(lines):
         return [OFFSET.sub("+OFF", ln) for ln in lines if not FRAME.match(ln)]
     assert stable(got) == stable(want)
-    assert [ln.split("+")[0] for ln in got if FRAME.match(ln) and " main+" in ln] and \
-        any(ln.startswith(" odb_kfree+") for ln in got)
+    assert any(FRAME.match(ln) and ln.startswith(" main+") for ln in got)   # symbolised
     assert want[0] == "1 report: kasan double-free"
     assert want[-1].startswith("odb_kfree(k, 42) = -22: ")
 
