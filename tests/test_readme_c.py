@@ -30,7 +30,9 @@ def test_from_c_program_builds_runs_and_prints_the_readme_output(tmp_path):
     (tmp_path / "double_free.c").write_text(prog)
     bindir = tmp_path / "bin"                 # `python` in the commands: this interpreter
     bindir.mkdir()
-    os.symlink(sys.executable, bindir / "python")
+    # (a wrapper, not a symlink: a venv's python finds its pyvenv.cfg by its own path)
+    (bindir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bindir / "python").chmod(0o755)
     env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}")
     if odebug.build_info().get("sanitizer"):
         # a sanitized libodebug needs the runtime the test process has preloaded
