@@ -181,10 +181,12 @@ def cdef_from_header(text: str, predefined: Optional[Dict[str, str]] = None) -> 
             elif not active():
                 continue
             elif d == "define":
-                m = re.match(r"(\w+)(\()?\s*(.*)", rest)
-                if m.group(2):
-                    raise ValueError(f"function-like macro {m.group(1)} is not supported")
-                name, value = m.group(1), m.group(3).strip()
+                dm = re.match(r"(\w+)(\()?\s*(.*)", rest)
+                if dm is None:
+                    raise ValueError(f"#define {rest!r}: no macro name")
+                if dm.group(2):
+                    raise ValueError(f"function-like macro {dm.group(1)} is not supported")
+                name, value = dm.group(1), dm.group(3).strip()
                 macros[name] = value
                 v = _int_value(expand(value), ints) if value else None
                 if v is not None:
