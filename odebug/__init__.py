@@ -53,7 +53,8 @@ def _import_core():
         raise ImportError(
             f"odebug: cannot import the C extension odebug._core: {where}. "
             "Build it in place (python setup.py build_ext --inplace, or pip install -e .), "
-            "or, to use an installed odebug, run from outside the source tree.",
+            "or, to use an installed odebug, run from outside the source tree "
+            "(or with python -P).",
             name="odebug._core", path=here) from e
 
 
