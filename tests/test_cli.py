@@ -10,8 +10,6 @@ import time
 
 import pytest
 
-
-
 HELPS = [
     [],
     ["reproduce"],
