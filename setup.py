@@ -2,11 +2,14 @@
 
 Two artefacts come out of csrc/:
 
-* ``odebug/libodebug.so``: the C core as a plain shared library, built with
+* ``odebug/lib/libodebug.so``: the C core as a plain shared library, built with
   ``-fvisibility=hidden`` so that only the public API (``ODB_API``) is exported.
-  C users and cffi load it; it does not link libpython.
+  C users and cffi load it (``odebug.get_library()``); it does not link
+  libpython.  It lives in ``lib/`` (no ``__init__.py``) so that pkgutil/pydoc
+  do not take it for an extension module ``odebug.libodebug`` (which fails to
+  import).
 * ``odebug._core``: the thin CPython binding (csrc/python/), linked against
-  libodebug.so through an ``$ORIGIN`` RUNPATH, so there is one copy of the core.
+  libodebug.so through an ``$ORIGIN/lib`` RUNPATH, so there is one copy of the core.
 
 Environment knobs:
   ODEBUG_WERROR=1                    add -Werror
@@ -69,7 +72,8 @@ class odebug_build_ext(build_ext):
     def run(self):
         # A variant switch (ODEBUG_SANITIZE, ODEBUG_DEBUG, ...) changes only flags,
         # which distutils does not track: rebuild everything when they change.
-        sig = repr(flags())
+        # (the layout too: _core built for odebug/libodebug.so has the wrong RUNPATH)
+        sig = repr(flags()) + " lib/libodebug.so"
         stamp = os.path.join(self.build_temp, "odebug-flags")
         try:
             with open(stamp) as f:
@@ -77,6 +81,15 @@ class odebug_build_ext(build_ext):
                     self.force = True
         except OSError:
             self.force = True
+        # the library's old place (before lib/): pydoc would list it as a module,
+        # and a wheel would pick it up from build_lib
+        for stale in (os.path.join(HERE, "odebug", "libodebug.so"),
+                      os.path.join(self.build_lib, "odebug", "libodebug.so")):
+            if os.path.exists(stale):
+                os.remove(stale)
+        if self.inplace:
+            # setuptools copies the in-place outputs without creating their directory
+            os.makedirs(os.path.join(HERE, "odebug", "lib"), exist_ok=True)
         super().run()
         os.makedirs(self.build_temp, exist_ok=True)
         with open(stamp, "w") as f:
@@ -97,12 +110,20 @@ class odebug_build_ext(build_ext):
         return super().get_export_symbols(ext)
 
     def build_extension(self, ext):
+        # Python's own LDSHARED may carry its build's -Wl,-rpath (pyenv, some distros):
+        # that host path would come before $ORIGIN/lib in _core's RUNPATH (and be
+        # searched first for libodebug.so); odebug's objects get only their own.
+        for attr in ("linker_so", "linker_so_cxx"):
+            cmd = getattr(self.compiler, attr, None)
+            if cmd:
+                setattr(self.compiler, attr,
+                        [w for w in cmd if not w.startswith(("-Wl,-rpath,", "-Wl,-R"))])
         if not isinstance(ext, SharedLib):
             libdir = os.path.dirname(self.get_ext_fullpath(core.name))
             ext.library_dirs = [libdir]
         super().build_extension(ext)
         if isinstance(ext, SharedLib):
-            dest = os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)),
+            dest = os.path.join(os.path.dirname(self.get_ext_fullpath(binding.name)),
                                 "include", "odebug")
             os.makedirs(dest, exist_ok=True)
             for h in glob.glob(rel("csrc", "include", "odebug", "*.h")):
@@ -111,7 +132,7 @@ class odebug_build_ext(build_ext):
 
 cflags, ldflags = flags()
 core = SharedLib(
-    "odebug.odebug",
+    "odebug.lib.odebug",        # odebug/lib/libodebug.so
     sources=core_sources(),
     include_dirs=[rel("csrc", "include"), "csrc"],
     depends=all_headers(),
@@ -124,7 +145,7 @@ binding = Extension(
     include_dirs=[rel("csrc", "include"), "csrc"],
     depends=all_headers(),
     libraries=[":libodebug.so"],
-    runtime_library_dirs=["$ORIGIN"],
+    runtime_library_dirs=["$ORIGIN/lib"],
     extra_compile_args=cflags,
     extra_link_args=ldflags,
 )

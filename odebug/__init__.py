@@ -27,6 +27,39 @@ from __future__ import annotations
 import os as _os
 from typing import Any, Dict
 
+
+def _import_core() -> None:
+    """``odebug._core``, or an ImportError that says what to do when it is not built.
+
+    Run from odebug's source tree (``python -c 'import odebug'`` in the
+    checkout, or pytest there), this directory shadows an installed odebug;
+    if the C extension was never built in place, Python's own message is
+    "cannot import name '_core' from partially initialized module 'odebug'
+    (most likely due to a circular import)", which points nowhere useful."""
+    import importlib
+    import importlib.machinery
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    try:
+        importlib.import_module("._core", __name__)
+    except ImportError as e:
+        built = [f for f in _os.listdir(here) if f.startswith("_core.")
+                 and f.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+        if built:
+            raise                  # built, but does not load: the real error says why
+        src = _os.path.dirname(here)
+        in_tree = _os.path.exists(_os.path.join(src, "setup.py")) and \
+            _os.path.isdir(_os.path.join(src, "csrc"))
+        where = (f"this is odebug's source tree ({src}) and its C extension is not built"
+                 if in_tree else f"no built C extension in {here}")
+        raise ImportError(
+            f"odebug: cannot import the C extension odebug._core: {where}. "
+            "Build it in place (python setup.py build_ext --inplace, or pip install -e .), "
+            "or, to use an installed odebug, run from outside the source tree "
+            "(or with python -P).",
+            name="odebug._core", path=here) from e
+
+
+_import_core()
 from . import _core
 from ._core import (  # noqa: F401  (re-exported)
     ClosedError,
@@ -63,8 +96,11 @@ def get_include() -> str:
 
 
 def get_library() -> str:
-    """Path of ``libodebug.so``, the C core as a plain shared library (for cffi / C)."""
-    return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "libodebug.so")
+    """Path of ``libodebug.so``, the C core as a plain shared library (for cffi / C).
+
+    It is ``odebug/lib/libodebug.so``: link with ``-L<dir> -l:libodebug.so`` (or
+    ``-lodebug``) and ``-Wl,-rpath,<dir>``, where ``<dir>`` is this path's directory."""
+    return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "lib", "libodebug.so")
 
 
 def build_info() -> Dict[str, Any]:

@@ -1,12 +1,70 @@
-"""``python -m odebug``: the command line.
+"""``python -m odebug``: the command line (one argparse parser, prog ``odebug``).
 
   python -m odebug reproduce [debugobjects|quarantine|slub|all] [--quick] [--json FILE] [--runs N]
   python -m odebug bench [slab|quarantine|debugobjects|races|all] [options]
+
+``--help`` at any level prints the usage and runs nothing.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import List, Optional
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``odebug`` parser: ``reproduce`` and ``bench`` with its benchmarks."""
+    from . import bench, bench_kasan, reproduce
+
+    parser = argparse.ArgumentParser(
+        prog="odebug",
+        description="The Linux kernel's memory debuggers (SLUB debug, KASAN quarantine, "
+                    "debugobjects) in user space: reproduce the seeds' numbers, run the "
+                    "benchmarks.")
+    sub = parser.add_subparsers(dest="command", metavar="{reproduce,bench}")
+
+    rp = sub.add_parser("reproduce", help="every seed's published numbers beside measured ones",
+                        description=reproduce.description(), epilog=reproduce.EPILOG)
+    reproduce.add_arguments(rp)
+    rp.set_defaults(func=lambda a: reproduce.run_cli(a, rp))
+
+    bp = sub.add_parser(
+        "bench", help="benchmarks (reported, never asserted)",
+        description="Benchmarks, reported and never asserted. Without a benchmark name, "
+                    "all of them run on their defaults (quarantine, slab, races, debugobjects).")
+    bsub = bp.add_subparsers(dest="benchmark", metavar="{slab,quarantine,debugobjects,races,all}")
+    bp.set_defaults(func=bench.run_all)
+
+    sp = bsub.add_parser("slab", help="alloc+free pairs: no debug, P, FZPU vs glibc",
+                         description="C loops of alloc+free pairs on a 64-byte cache (no debug, "
+                                     "P, FZPU; both debug paths) beside glibc malloc/free: "
+                                     "ns/pair and the ratios.")
+    bench.add_slab_arguments(sp)
+    sp.set_defaults(func=bench.run_slab)
+
+    qp = bsub.add_parser("quarantine", help="KASAN quarantine: quarter vs batched reduce",
+                         description=bench_kasan.description())
+    bench_kasan.add_arguments(qp)
+    qp.set_defaults(func=bench_kasan.run)
+
+    dp = bsub.add_parser("debugobjects", help="debug objects: eager vs lazy freeing under churn",
+                         description="debug objects: eager vs lazy freeing under churn")
+    bench.add_debugobjects_arguments(dp)
+    dp.set_defaults(func=bench.run_debugobjects)
+
+    rr = bsub.add_parser(
+        "races", help="the historical races under the controlled scheduler",
+        description="the historical races under the controlled scheduler: schedules pct "
+                    "and dfs need on the designs that had them, random schedules on the "
+                    "designs that fixed them (odebug.races)")
+    bench.add_races_arguments(rr)
+    rr.set_defaults(func=bench.run_races)
+
+    ap = bsub.add_parser("all", help="every benchmark on its defaults",
+                         description="Every benchmark on its defaults: quarantine, slab, "
+                                     "races, debugobjects.")
+    ap.set_defaults(func=bench.run_all)
+    return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -23,20 +81,13 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _main(argv: Optional[List[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
+    parser = build_parser()
+    a = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if a.command is None:
+        parser.print_help()
         return 0
-    cmd, rest = argv[0], argv[1:]
-    if cmd == "reproduce":
-        from . import reproduce
-        return reproduce.main(rest)
-    if cmd == "bench":
-        from . import bench
-        bench.main(rest)
-        return 0
-    print(f"odebug: unknown command {cmd!r}\n\n{__doc__.strip()}", file=sys.stderr)
-    return 2
+    rc = a.func(a)
+    return 0 if rc is None else rc
 
 
 if __name__ == "__main__":

@@ -190,56 +190,42 @@ def format_slab_table(res: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    """``python -m odebug bench [slab|quarantine|debugobjects|races|all] ...``"""
-    argv = list(argv or [])
-    what = argv.pop(0) if argv and not argv[0].startswith("-") else "all"
-    if what in ("quarantine", "all"):
-        from . import bench_kasan
-        bench_kasan.main(argv if what == "quarantine" else [])
-        if what == "quarantine":
-            return
-        print()
-    if what in ("slab", "all"):
-        q = argparse.ArgumentParser(prog="odebug bench slab")
-        q.add_argument("--pairs", type=int, default=500_000)
-        q.add_argument("--rounds", type=int, default=15)
-        a = q.parse_args(argv if what == "slab" else [])
-        print(format_slab_table(slab_pairs(a.pairs, rounds=a.rounds)))
-        if what == "slab":
-            return
-        print()
-    if what in ("races", "all"):
-        r = argparse.ArgumentParser(
-            prog="odebug bench races",
-            description="the historical races under the controlled scheduler: schedules pct "
-                        "and dfs need on the designs that had them, random schedules on the "
-                        "designs that fixed them (odebug.races)")
-        r.add_argument("--fixed-schedules", type=int, default=1000,
-                       help="random schedules per race on the fixed design (100000: the long run)")
-        r.add_argument("--pct-budget", type=int, default=2000)
-        r.add_argument("--dfs-budget", type=int, default=20_000)
-        r.add_argument("--seed", type=int, default=1)
-        r.add_argument("--only", action="append", default=None, help="one race (repeatable)")
-        a = r.parse_args(argv if what == "races" else [])
-        from . import races
-        rows = []
-        for name, race in races.RACES.items():
-            if a.only and name not in a.only:
-                continue
-            rows.append(races.hunt(race, pct_budget=a.pct_budget, dfs_budget=a.dfs_budget,
-                                   fixed_random=a.fixed_schedules, seed=a.seed))
-            print(f"[odebug bench races] {name}: {rows[-1]['seconds']:.1f} s", file=sys.stderr,
-                  flush=True)
-        print(races.format_hunt(rows))
-        if what == "races":
-            return
-        print()
-    if what not in ("debugobjects", "all"):
-        raise SystemExit(f"odebug bench: unknown benchmark {what!r} "
-                         "(slab, quarantine, debugobjects, races, all)")
-    p = argparse.ArgumentParser(prog="odebug bench debugobjects",
-                                description="debug objects: eager vs lazy freeing under churn")
+BENCHMARKS = ("slab", "quarantine", "debugobjects", "races", "all")
+
+
+def add_slab_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pairs", type=int, default=500_000,
+                   help="alloc+free pairs per configuration and round (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=15, help="rounds (default: %(default)s)")
+
+
+def run_slab(a: argparse.Namespace) -> None:
+    print(format_slab_table(slab_pairs(a.pairs, rounds=a.rounds)))
+
+
+def add_races_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fixed-schedules", type=int, default=1000,
+                   help="random schedules per race on the fixed design (100000: the long run)")
+    p.add_argument("--pct-budget", type=int, default=2000)
+    p.add_argument("--dfs-budget", type=int, default=20_000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--only", action="append", default=None, help="one race (repeatable)")
+
+
+def run_races(a: argparse.Namespace) -> None:
+    from . import races
+    rows = []
+    for name, race in races.RACES.items():
+        if a.only and name not in a.only:
+            continue
+        rows.append(races.hunt(race, pct_budget=a.pct_budget, dfs_budget=a.dfs_budget,
+                               fixed_random=a.fixed_schedules, seed=a.seed))
+        print(f"[odebug bench races] {name}: {rows[-1]['seconds']:.1f} s", file=sys.stderr,
+              flush=True)
+    print(races.format_hunt(rows))
+
+
+def add_debugobjects_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpus", type=int, default=8)
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--wave", type=int, default=800)
@@ -248,11 +234,36 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     p.add_argument("--threads", action="store_true", help="one pthread per vCPU, real clock")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--phase-rounds", type=int, default=25)
-    a = p.parse_args(argv if what == "debugobjects" else [])
+
+
+def run_debugobjects(a: argparse.Namespace) -> None:
     res = compare(cpus=a.cpus, rounds=a.rounds, wave=a.wave, lifetime=a.lifetime,
                   advance_ms=a.advance_ms, threads=a.threads, seed=a.seed,
                   phase_rounds=a.phase_rounds)
     print(format_table(res))
+
+
+def run_all(a: argparse.Namespace) -> None:
+    """Every benchmark on its defaults: quarantine, slab, races, debugobjects."""
+    from . import bench_kasan
+    for add, run in ((bench_kasan.add_arguments, bench_kasan.run),
+                     (add_slab_arguments, run_slab),
+                     (add_races_arguments, run_races),
+                     (add_debugobjects_arguments, run_debugobjects)):
+        if run is not bench_kasan.run:
+            print()
+        defaults = argparse.ArgumentParser()
+        add(defaults)
+        run(defaults.parse_args([]))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """``python -m odebug bench [slab|quarantine|debugobjects|races|all] ...``
+    (the ``bench`` subcommand of odebug/__main__.py's parser)."""
+    from .__main__ import _main
+    rc = _main(["bench", *(argv or [])])
+    if rc:
+        raise SystemExit(rc)
 
 
 if __name__ == "__main__":

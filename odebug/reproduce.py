@@ -298,14 +298,26 @@ def format_all(res: Dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="odebug reproduce", description=__doc__.splitlines()[0])
+def description() -> str:
+    """The docstring's first paragraph, on one line (the CLI's description)."""
+    first = " ".join(__doc__.split("\n\n")[0].split())
+    first = first.replace("``python -m odebug reproduce``: ", "", 1)
+    return first[:1].upper() + first[1:]
+
+
+EPILOG = ("Embedded defaults run in a few minutes on 2 cores; --quick in under one. "
+          "Progress goes to stderr, the tables to stdout.")
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("which", nargs="?", default="all",
                     choices=["all", "debugobjects", "quarantine", "slub"])
     ap.add_argument("--quick", action="store_true", help="small workloads (< 1 minute)")
     ap.add_argument("--json", metavar="FILE", help="write every number as JSON")
     ap.add_argument("--runs", type=int, default=None, help="hackbench runs per configuration")
-    a = ap.parse_args(argv)
+
+
+def run_cli(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     if a.runs is not None and a.runs < 1:
         ap.error("--runs must be >= 1")
     res = run(a.which, a.quick, a.runs)
@@ -316,3 +328,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _progress(f"wrote {a.json}")
     _progress(f"done in {res['elapsed_s']:.1f} s")
     return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m odebug reproduce ...`` (the ``reproduce`` subcommand of
+    odebug/__main__.py's parser)."""
+    from .__main__ import _main
+    return _main(["reproduce", *(argv or [])])

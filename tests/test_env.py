@@ -1542,3 +1542,18 @@ def test_bad_arguments_raise_not_crash(call):
     a = k.alloc_pages(0)
     assert a is not None
     k.free_pages(a, 0)
+
+
+def test_work_name_none_is_the_default_and_a_bad_name_is_typeerror():
+    """``work(fn, None)`` is ``work(fn)`` (it was a TypeError: "argument 2 must be str")."""
+    k = K()
+    log = []
+    w = k.work(recorder(k, log), None)
+    assert repr(w).startswith("<odebug work '<function recorder.")
+    assert repr(k.work(recorder(k, log), "mine")) == "<odebug work 'mine'>"
+    with pytest.raises(TypeError, match="work: name must be a str or None, not int"):
+        k.work(recorder(k, log), 3)
+    start = k.jiffies
+    assert w.schedule(delay=1)
+    k.advance(ms=1)
+    assert log == [(None, start + 1, 0)]

@@ -75,3 +75,17 @@ def test_notebook_runs_in_quick_mode(path, monkeypatch, tmp_path):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.get("output_type") == "error"]
     assert not errors
+
+
+def test_notebooks_extra_has_nbconvert():
+    """`pip install odebug[notebooks]` lets `jupyter nbconvert --execute` run them."""
+    import tomllib
+    root = pathlib.Path(__file__).resolve().parent.parent
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["notebooks"]
+    assert {"nbconvert", "nbclient", "ipykernel"} <= {r.split(">")[0].split("=")[0] for r in extra}
+    try:
+        import nbconvert  # noqa: F401
+        from nbconvert.preprocessors import ExecutePreprocessor  # noqa: F401
+    except ImportError:
+        _skip("nbconvert not installed: pip install -e '.[notebooks]'")

@@ -862,10 +862,15 @@ static PyObject *Kernel_work(KernelObject *self, PyObject *args)
 	PyObject *fn, *name = NULL;
 	WorkObject *w;
 
-	if (!PyArg_ParseTuple(args, "O|U", &fn, &name))
+	if (!PyArg_ParseTuple(args, "O|O", &fn, &name))
 		return NULL;
 	if (!PyCallable_Check(fn))
 		return PyErr_SetString(PyExc_TypeError, "work: fn must be callable"), NULL;
+	if (name == Py_None)
+		name = NULL;		/* None: the default name, repr(fn) */
+	else if (name && !PyUnicode_Check(name))
+		return PyErr_Format(PyExc_TypeError, "work: name must be a str or None, not %.100s",
+				    Py_TYPE(name)->tp_name), NULL;
 	CHECK_OPEN(self);
 	w = PyObject_GC_New(WorkObject, (PyTypeObject *)self->st->WorkType);
 	if (!w)
@@ -1034,7 +1039,7 @@ static PyMethodDef Kernel_methods[] = {
 	{ "report", (PyCFunction)Kernel_report, METH_VARARGS, "report($self, subsystem, kind, text='', /)\n--\n\nPublish a report (subsystem, kind, text)." },
 	{ "stack_save", (PyCFunction)Kernel_stack_save, METH_NOARGS, "stack_save($self, /)\n--\n\nstack_depot_save() of the calling context." },
 	{ "stack_text", (PyCFunction)Kernel_stack_text, METH_O, "stack_text($self, handle, /)\n--\n\nA depot stack as the kernel prints it." },
-	{ "work", (PyCFunction)Kernel_work, METH_VARARGS, "work(fn[, name]) -> Work: a delayed work item running fn(); name, if given, a str." },
+	{ "work", (PyCFunction)Kernel_work, METH_VARARGS, "work($self, fn, name=None, /)\n--\n\nA delayed work item (Work) running fn(); name a str, or None for repr(fn)." },
 	{ NULL }
 };
 

@@ -1,0 +1,103 @@
+"""The command line (odebug/__main__.py): one argparse parser, prog ``odebug``.
+
+Every ``--help`` exits 0 at once, prints ``usage: odebug ...`` and runs nothing
+(issue 19: ``bench --help`` used to run the benchmarks, ``bench quarantine
+--help`` called itself ``__main__.py``, reproduce's description stopped
+mid-sentence)."""
+import subprocess
+import sys
+import time
+
+import pytest
+
+HELPS = [
+    [],
+    ["reproduce"],
+    ["bench"],
+    ["bench", "slab"],
+    ["bench", "quarantine"],
+    ["bench", "debugobjects"],
+    ["bench", "races"],
+    ["bench", "all"],
+]
+
+
+def _odebug(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "odebug", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _help_text(cmd):
+    """The help the parser prints for ``odebug CMD --help``, built in-process."""
+    from odebug.__main__ import build_parser
+    p = build_parser()
+    for word in cmd:
+        sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
+        p = sub.choices[word]
+    return p.format_help()
+
+
+@pytest.mark.parametrize("cmd", HELPS, ids=lambda c: " ".join(c) or "odebug")
+def test_help_runs_nothing(cmd, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")       # the same wrapping in both processes
+    t0 = time.monotonic()
+    p = _odebug(*cmd, "--help")
+    took = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    assert took < 10, took
+    assert p.stdout.startswith("usage: odebug " + " ".join(cmd)), p.stdout
+    assert "__main__" not in p.stdout
+    assert p.stderr == ""                     # no progress lines: nothing ran
+    assert p.stdout == _help_text(cmd)        # nothing but the help: nothing ran
+
+
+def test_help_descriptions_are_whole_sentences(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    for cmd in (["reproduce"], ["bench"], ["bench", "quarantine"], ["bench", "slab"],
+                ["bench", "all"]):
+        desc = _help_text(cmd).split("\n\n")[1]
+        assert desc.rstrip().endswith("."), (cmd, desc)
+    assert "as ratios of the two policies run side by side." in " ".join(
+        _help_text(["reproduce"]).split())
+
+
+def test_options_keep_their_defaults():
+    from odebug.__main__ import build_parser
+    p = build_parser()
+    a = p.parse_args(["reproduce"])
+    assert (a.which, a.quick, a.json, a.runs) == ("all", False, None, None)
+    a = p.parse_args(["bench", "slab"])
+    assert (a.pairs, a.rounds) == (500_000, 15)
+    a = p.parse_args(["bench", "quarantine"])
+    assert (a.ram, a.cpus, a.ops, a.quick) == ("4G", 4, 700_000, False)
+    a = p.parse_args(["bench", "debugobjects"])
+    assert (a.cpus, a.rounds, a.wave, a.lifetime, a.advance_ms, a.threads, a.seed,
+            a.phase_rounds) == (8, 2000, 800, 3, 10.0, False, 0, 25)
+    a = p.parse_args(["bench", "races"])
+    assert (a.fixed_schedules, a.pct_budget, a.dfs_budget, a.seed, a.only) == (
+        1000, 2000, 20_000, 1, None)
+    assert p.parse_args(["bench"]).func.__name__ == "run_all"
+    assert p.parse_args(["bench", "all"]).func.__name__ == "run_all"
+
+
+def test_bad_command_and_option_exit_2():
+    p = _odebug("nonsense")
+    assert p.returncode == 2 and "usage: odebug" in p.stderr and "invalid choice" in p.stderr
+    p = _odebug("bench", "slab", "--no-such-option")
+    assert p.returncode == 2 and "unrecognized arguments: --no-such-option" in p.stderr
+
+
+def test_bench_runs_with_options():
+    p = _odebug("bench", "quarantine", "--ram", "64M", "--cpus", "2", "--ops", "2000",
+                timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("geometry 64M/2 CPUs")
+
+
+def test_bench_quarantine_quick_runs():
+    """``bench quarantine --quick`` (the CI size) runs both rows: it booted one vCPU and then
+    asked for its 2-thread row (``threads: must be 1..1, not 2``)."""
+    p = _odebug("bench", "quarantine", "--quick", timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("geometry 64M/2 CPUs")
+    assert "ops_per_s_2thr" in p.stdout
