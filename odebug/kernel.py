@@ -56,6 +56,19 @@ def check_int(name: str, value: int, lo: int, hi: Optional[int] = None) -> int:
     return value
 
 
+#: the debugfs extra knobs of each fault attribute (lib/fault-inject.c, mm/failslab.c,
+#: mm/fail_page_alloc.c)
+_FAULT_KNOBS = {
+    "failslab": ("ignore-gfp-wait", "cache-filter"),
+    "fail_page_alloc": ("ignore-gfp-wait", "ignore-gfp-highmem", "min-order"),
+}
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"Kernel.{old} is deprecated and will go in the next release: "
+                  f"use Kernel.{new}", DeprecationWarning, stacklevel=3)
+
+
 @atexit.register
 def _close_all() -> None:
     for k in list(_live):
@@ -130,7 +143,7 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
         super().__init__(cpus=cpus, ram=parse_size(ram, "ram"), clock=clock,
                          seed=seed & ((1 << 64) - 1), cmdline=cmdline, hz=hz or 0,
                          nr_cpus=nr_cpus or 0, skip_prefix=_PKG_DIR)
-        self.INITIAL_JIFFIES = (-300 * self.hz) & 0xFFFFFFFF
+        self.INITIAL_JIFFIES = (-300 * self.HZ) & 0xFFFFFFFF
         _live.add(self)
 
     # -- lifetime ---------------------------------------------------------------
@@ -180,7 +193,7 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
     @property
     def cpu(self) -> int:
         """smp_processor_id() of the calling thread."""
-        return self.current_cpu()
+        return super().current_cpu()
 
     def cpu_offline(self, cpu: int) -> None:
         """CPU hotplug: vCPU ``cpu`` goes offline.  Every room's callback runs in the
@@ -201,7 +214,7 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
     @property
     def pid(self) -> int:
         """The calling thread's task id in this kernel."""
-        return self.current_pid()
+        return super().current_pid()
 
     @property
     def lock_bias(self) -> Dict[str, int]:
@@ -212,12 +225,13 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
         ``{"threshold": n, "grants": g, "revocations": r}``: ``threshold`` is the
         number of acquisitions in a row that first biases a lock (0: off, by the
         option or for want of ``membarrier(2)``); the counts are since boot."""
-        return self.lock_bias_info()
+        return super().lock_bias_info()
 
     # -- time ---------------------------------------------------------------------
     @property
     def HZ(self) -> int:
-        return self.hz
+        """CONFIG_HZ of this kernel (ticks per second; ``Kernel(hz=...)`` sets it)."""
+        return super().hz
 
     def advance(self, ms: float = 0, us: float = 0, ns: int = 0) -> None:
         """Move the virtual clock forward, running every work item that falls due
@@ -229,7 +243,7 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
 
     def msecs_to_jiffies(self, ms: int) -> int:
         """msecs_to_jiffies(): rounds up."""
-        return -(-ms * self.hz // 1000)
+        return -(-ms * self.HZ // 1000)
 
     # -- memory -------------------------------------------------------------------
     def alloc_pages(self, order: int = 0, gfp: int = _core.GFP_KERNEL, *,
@@ -249,13 +263,39 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
 
     # -- fault injection ------------------------------------------------------------
     def fault(self, name: str) -> Dict[str, int]:
-        """State of ``failslab`` or ``fail_page_alloc``: knobs and call/failure counts."""
-        return self.fault_get(name)
+        """State of ``failslab`` or ``fail_page_alloc``, as its debugfs directory shows it:
+        ``probability``, ``interval``, ``times``, ``space``, ``verbose``, the extra knobs
+        (``ignore_gfp_wait`` and ``cache_filter`` for failslab; ``ignore_gfp_wait``,
+        ``ignore_gfp_highmem`` and ``min_order`` for fail_page_alloc; 0/1 for the
+        bools) and the ``calls``/``failures`` counts."""
+        d = super().fault_get(name)
+        for knob in _FAULT_KNOBS[name]:
+            d[knob.replace("-", "_")] = super().fault_get_flag(name, knob)
+        return d
 
     def set_fault(self, name: str, *, probability: int, interval: int = 1, times: int = -1,
-                  space: int = 0, verbose: int = 0) -> None:
-        """Set a fault_attr as its debugfs files would (times=-1: unlimited)."""
-        self.fault_set(name, probability, interval, times, space, verbose)
+                  space: int = 0, verbose: int = 0, ignore_gfp_wait: Optional[bool] = None,
+                  ignore_gfp_highmem: Optional[bool] = None, min_order: Optional[int] = None,
+                  cache_filter: Optional[bool] = None) -> None:
+        """Set a fault_attr as its debugfs files would (``times=-1``: unlimited).
+
+        The four knobs are always written (their defaults are the boot values); an
+        extra knob is written only when given (``None``: unchanged).  ``cache_filter``
+        is failslab's, ``ignore_gfp_highmem`` and ``min_order`` fail_page_alloc's;
+        giving another attribute's knob is an :class:`odebug.InvalidArgument` and
+        then nothing is changed."""
+        extras = {"ignore-gfp-wait": ignore_gfp_wait, "ignore-gfp-highmem": ignore_gfp_highmem,
+                  "min-order": min_order, "cache-filter": cache_filter}
+        given = {knob: v for knob, v in extras.items() if v is not None}
+        for knob, v in given.items():
+            arg = knob.replace("-", "_")
+            if name in _FAULT_KNOBS and knob not in _FAULT_KNOBS[name]:
+                raise _core.InvalidArgument(f"{arg}: {name} has no knob {knob!r}")
+            check_int(arg, int(v) if isinstance(v, bool) else v, 0,
+                      0xFFFFFFFF if knob == "min-order" else 1)
+        super().fault_set(name, probability, interval, times, space, verbose)
+        for knob, v in given.items():
+            super().fault_set_flag(name, knob, int(v))
 
     # -- log and reports ----------------------------------------------------------------
     @property
@@ -311,7 +351,50 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
 
     def stack(self, handle: int) -> str:
         """A stack-depot stack as the kernel prints it."""
-        return self.stack_text(handle)
+        return super().stack_text(handle)
+
+    # -- the other spellings (deprecated for one release: one name per thing) ----------
+    def current_cpu(self) -> int:
+        """Deprecated: use the ``cpu`` property."""
+        _deprecated("current_cpu()", "cpu")
+        return super().current_cpu()
+
+    def current_pid(self) -> int:
+        """Deprecated: use the ``pid`` property."""
+        _deprecated("current_pid()", "pid")
+        return super().current_pid()
+
+    def lock_bias_info(self) -> Dict[str, int]:
+        """Deprecated: use the ``lock_bias`` property."""
+        _deprecated("lock_bias_info()", "lock_bias")
+        return super().lock_bias_info()
+
+    @property
+    def hz(self) -> int:
+        """Deprecated: use ``HZ``."""
+        _deprecated("hz", "HZ")
+        return super().hz
+
+    def fault_get(self, name: str) -> Dict[str, int]:
+        """Deprecated: use ``fault(name)``."""
+        _deprecated("fault_get()", "fault()")
+        return super().fault_get(name)
+
+    def fault_set(self, name: str, probability: int, interval: int = 1, times: int = -1,
+                  space: int = 0, verbose: int = 0) -> None:
+        """Deprecated: use ``set_fault(name, probability=..., ...)``."""
+        _deprecated("fault_set()", "set_fault()")
+        super().fault_set(name, probability, interval, times, space, verbose)
+
+    def fault_set_flag(self, name: str, knob: str, value: int) -> None:
+        """Deprecated: use ``set_fault(name, ..., ignore_gfp_wait=..., min_order=...)``."""
+        _deprecated("fault_set_flag()", "set_fault()'s knob keywords")
+        super().fault_set_flag(name, knob, value)
+
+    def stack_text(self, handle: int) -> str:
+        """Deprecated: use ``stack(handle)``."""
+        _deprecated("stack_text()", "stack()")
+        return super().stack_text(handle)
 
     # -- debug objects ----------------------------------------------------------------
     @property

@@ -98,7 +98,7 @@ QUIET = frozenset({
     "reports", "dmesg", "slabinfo", "slabinfo_text", "slab_object", "lookup", "state", "stats",
     "stats_text", "internals", "shadow", "info", "counters", "fault", "fault_get", "stack",
     "stack_text", "current_cpu", "current_pid", "cache", "caches", "stack_bounds", "close",
-    "msecs_to_jiffies", "enabled", "policy", "lock_bias", "lock_bias_info",
+    "msecs_to_jiffies", "enabled", "policy", "lock_bias", "lock_bias_info", "HZ", "hz", "cpu", "pid",
 })
 #: calls whose int result is a new address, bound to a name (p1, p2, ...)
 _ALLOCATORS = frozenset({"alloc", "zalloc", "kmalloc", "kzalloc", "krealloc", "alloc_pages"})
@@ -1104,7 +1104,7 @@ class DebugObjectsMachine(KernelMachine):
         k.set_fault("failslab", probability=0, verbose=0)
         start = self.d.internals() if self.selftest else None
         self.model = model.Model(ncpus=self.cpus, eager=self.policy == "eager", start=start,
-                                 hz=k.hz, now_ns=k.now_ns)
+                                 hz=k.HZ, now_ns=k.now_ns)
         with self.quietly():
             self.kd = [behaviour_descr(k, b) for b in BEHAVIOURS]
         self.recorder.setup("from odebug.testing import BEHAVIOURS, behaviour_descr")

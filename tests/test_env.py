@@ -84,7 +84,7 @@ INITIAL_JIFFIES = {1000: 4294667296, 300: 4294877296, 250: 4294892296, 100: 4294
 @pytest.mark.parametrize("hz", sorted(INITIAL_JIFFIES))
 def test_cmdline_hz_sets_hz_and_initial_jiffies(hz):
     k = K(f"hz={hz}")
-    assert k.hz == k.HZ == hz
+    assert k.HZ == hz
     assert k.param("hz") == str(hz)
     assert k.INITIAL_JIFFIES == INITIAL_JIFFIES[hz]
     assert k.jiffies == INITIAL_JIFFIES[hz]
@@ -94,7 +94,7 @@ def test_cmdline_hz_sets_hz_and_initial_jiffies(hz):
 
 def test_default_hz_is_1000():
     k = K()
-    assert k.hz == 1000 and k.INITIAL_JIFFIES == 0xFFFB6C20 == k.jiffies
+    assert k.HZ == 1000 and k.INITIAL_JIFFIES == 0xFFFB6C20 == k.jiffies
 
 
 @pytest.mark.parametrize("cmdline, value", [
@@ -186,7 +186,7 @@ def test_cmdline_nothing_unknown_no_line(cmdline):
 def test_cmdline_double_dash_stops_parsing():
     k = K("a -- panic_on_warn=1 hz=250 b")
     assert k.param("panic_on_warn") == "0"
-    assert k.hz == 1000
+    assert k.HZ == 1000
     assert unknown_lines(k) == [UNKNOWN.format("a")]
 
 
@@ -290,7 +290,7 @@ def test_constructor_cpus_and_nr_cpus():
     assert k.nr_cpus == 4 and k.config_nr_cpus == 256
     k = K(cpus=3, nr_cpus=8)
     assert k.nr_cpus == 3 and k.config_nr_cpus == 8
-    assert K(hz=300).hz == 300
+    assert K(hz=300).HZ == 300
     assert K(clock="real").clock == "real"
     assert K().clock == "virtual"
 
@@ -955,7 +955,7 @@ def test_fail_page_alloc_ignores_gfp_kernel_by_default():
     k.set_fault("fail_page_alloc", probability=100)
     assert not any(failure_pattern(k, 50, gfp=GFP_KERNEL))
     assert k.fault("fail_page_alloc")["calls"] == 0       # ignore-gfp-wait: before should_fail
-    k.fault_set_flag("fail_page_alloc", "ignore-gfp-wait", 0)
+    k.set_fault("fail_page_alloc", probability=100, ignore_gfp_wait=False)
     assert all(failure_pattern(k, 5, gfp=GFP_KERNEL | NOWARN))
 
 
@@ -967,14 +967,15 @@ def test_fail_page_alloc_min_order_nofail_highmem():
     assert not any(failure_pattern(k, 10, gfp=GFP_ATOMIC | _core.__GFP_HIGHMEM))
     assert k.fault("fail_page_alloc")["calls"] == 0
     assert all(failure_pattern(k, 3, order=MAX_ORDER))
-    k.fault_set_flag("fail_page_alloc", "min-order", 0)
+    k.set_fault("fail_page_alloc", probability=100, min_order=0)
     assert all(failure_pattern(k, 5, order=0))
-    k.fault_set_flag("fail_page_alloc", "ignore-gfp-highmem", 0)
+    k.set_fault("fail_page_alloc", probability=100, ignore_gfp_highmem=False)
     assert all(failure_pattern(k, 5, gfp=GFP_ATOMIC | _core.__GFP_HIGHMEM | NOWARN))
-    with pytest.raises(ValueError):
-        k.fault_set_flag("fail_page_alloc", "cache-filter", 1)   # failslab's knob
+    with pytest.raises(ValueError, match="cache_filter: fail_page_alloc has no knob"):
+        k.set_fault("fail_page_alloc", probability=0, cache_filter=True)   # failslab's knob
+    assert k.fault("fail_page_alloc")["probability"] == 100               # nothing changed
     with pytest.raises(odebug.NotFound):
-        k.fault_set_flag("fail_nothing", "min-order", 1)
+        k.set_fault("fail_nothing", probability=0, min_order=1)
 
 
 def test_fault_interval_fails_every_nth():
@@ -1006,8 +1007,7 @@ def test_fault_times_limits_failures():
 ])
 def test_fault_space_budget(order, space, passes):
     k = K()
-    k.fault_set_flag("fail_page_alloc", "min-order", 0)
-    k.set_fault("fail_page_alloc", probability=100, space=space)
+    k.set_fault("fail_page_alloc", probability=100, space=space, min_order=0)
     pat = failure_pattern(k, passes + 5, order=order)
     assert pat == [False] * passes + [True] * 5
     assert k.fault("fail_page_alloc")["space"] == space - passes * (1 << order)
@@ -1233,7 +1233,7 @@ def test_close_twice_and_closed_errors():
     k_start = _core._build_info()["page_offset"]
     ops = [
         lambda: k.alloc_pages(0), lambda: k.free_pages(k_start, 0), lambda: k.jiffies,
-        lambda: k.hz, lambda: k.advance(ms=1), lambda: k.report("kernel", "x"),
+        lambda: k.HZ, lambda: k.advance(ms=1), lambda: k.report("kernel", "x"),
         lambda: k.work(print), lambda: k.stack_save(), lambda: k.cpu, lambda: k.pid,
         lambda: k.bind_cpu(0), lambda: k.param("hz"), lambda: k.fault("failslab"),
         lambda: k.set_fault("failslab", probability=1), lambda: k.printk("x"),
@@ -1526,8 +1526,10 @@ def test_raw_wrong_types():
     pytest.param(lambda k: k.free_pages(k.arena_start, 1 << 40), id='free_pages(arena_start, 1 << 40)'),
     pytest.param(lambda k: k.bind_cpu(1 << 40), id='bind_cpu(1 << 40)'),
     pytest.param(lambda k: k.set_fault("fail_page_alloc", probability=1, times=1 << 70), id='set_fault("fail_page_alloc", probability=1, times=1 << 70)'),
-    pytest.param(lambda k: k.fault_set_flag("fail_page_alloc", "no-such-knob", 1), id='fault_set_flag("fail_page_alloc", "no-such-knob", 1)'),
-    pytest.param(lambda k: k.fault_set_flag("fail_page_alloc", "min-order", -1), id='fault_set_flag("fail_page_alloc", "min-order", -1)'),
+    pytest.param(lambda k: _core.Kernel.fault_set_flag(k, "fail_page_alloc", "no-such-knob", 1), id='_core fault_set_flag("fail_page_alloc", "no-such-knob", 1)'),
+    pytest.param(lambda k: _core.Kernel.fault_set_flag(k, "fail_page_alloc", "min-order", -1), id='_core fault_set_flag("fail_page_alloc", "min-order", -1)'),
+    pytest.param(lambda k: k.set_fault("fail_page_alloc", probability=1, min_order=-1), id='set_fault("fail_page_alloc", probability=1, min_order=-1)'),
+    pytest.param(lambda k: k.set_fault("fail_page_alloc", probability=1, ignore_gfp_wait=2), id='set_fault("fail_page_alloc", probability=1, ignore_gfp_wait=2)'),
     pytest.param(lambda k: k.set_fault("fail_page_alloc", probability=-1), id='set_fault("fail_page_alloc", probability=-1)'),
     pytest.param(lambda k: k.set_fault("fail_page_alloc", probability=10, interval=-3), id='set_fault("fail_page_alloc", probability=10, interval=-3)'),
     pytest.param(lambda k: k.set_fault("fail_page_alloc", probability=10, verbose=-1), id='set_fault("fail_page_alloc", probability=10, verbose=-1)'),

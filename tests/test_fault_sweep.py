@@ -105,11 +105,11 @@ def _cell(scenario, fault, prob):
         used0, held0 = _pages(k)
         if used0 != held0:
             out["problems"].append(f"at boot: {used0} pages used, slabs hold {held0}")
-        k.fault_set_flag(fault, "ignore-gfp-wait", 0)
         if fault == "fail_page_alloc":
-            k.fault_set_flag(fault, "ignore-gfp-highmem", 0)
-            k.fault_set_flag(fault, "min-order", 0)
-        k.set_fault(fault, probability=prob, times=-1, verbose=0)
+            k.set_fault(fault, probability=prob, times=-1, verbose=0, ignore_gfp_wait=False,
+                        ignore_gfp_highmem=False, min_order=0)
+        else:
+            k.set_fault(fault, probability=prob, times=-1, verbose=0, ignore_gfp_wait=False)
         try:
             _run_scenario(k, scenario, prob)
         except MemoryError as e:

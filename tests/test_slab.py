@@ -537,7 +537,7 @@ def test_failslab():
     assert s.alloc(GFP_ATOMIC) is None
     assert k.kmalloc(64, GFP_ATOMIC) is None
     assert k.fault("failslab")["failures"] == 2
-    k.fault_set_flag("failslab", "cache-filter", 1)
+    k.set_fault("failslab", probability=100, verbose=2, cache_filter=True)
     a = k.kmem_cache_create("fa", 64, flags="A")
     assert s.alloc(GFP_ATOMIC) is not None        # not opted in
     assert a.alloc(GFP_ATOMIC) is None            # flag A

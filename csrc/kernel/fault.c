@@ -184,29 +184,57 @@ int odb_fault_set(odb_kernel *k, const char *name, unsigned long probability,
 	return ODB_OK;
 }
 
-int odb_fault_set_flag(odb_kernel *k, const char *name, const char *knob, unsigned long value)
+/* The debugfs extra knob KNOB of fault attribute NAME: a bool or an unsigned int
+ * field (exactly one of *b, *u set), or an error set on k. */
+static int fault_knob(odb_kernel *k, const char *name, const char *knob, bool **b,
+		      unsigned int **u)
 {
 	bool slab = name && !strcmp(name, "failslab");
 	bool page = name && !strcmp(name, "fail_page_alloc");
 
+	*b = NULL;
+	*u = NULL;
 	if (!slab && !page)
 		return odb_err(k, ODB_ENOENT, "no fault attribute '%s' (failslab, fail_page_alloc)",
 			       name ? name : "(null)");
 	if (!knob)
 		return odb_err(k, ODB_EINVAL, "no knob given");
-	if (!strcmp(knob, "ignore-gfp-wait")) {
-		if (slab)
-			k->failslab.ignore_gfp_reclaim = value != 0;
-		else
-			k->fail_page_alloc.ignore_gfp_reclaim = value != 0;
-	} else if (page && !strcmp(knob, "ignore-gfp-highmem")) {
-		k->fail_page_alloc.ignore_gfp_highmem = value != 0;
-	} else if (page && !strcmp(knob, "min-order")) {
-		k->fail_page_alloc.min_order = (unsigned int)value;
-	} else if (slab && !strcmp(knob, "cache-filter")) {
-		k->failslab.cache_filter = value != 0;
-	} else {
+	if (!strcmp(knob, "ignore-gfp-wait"))
+		*b = slab ? &k->failslab.ignore_gfp_reclaim : &k->fail_page_alloc.ignore_gfp_reclaim;
+	else if (page && !strcmp(knob, "ignore-gfp-highmem"))
+		*b = &k->fail_page_alloc.ignore_gfp_highmem;
+	else if (page && !strcmp(knob, "min-order"))
+		*u = &k->fail_page_alloc.min_order;
+	else if (slab && !strcmp(knob, "cache-filter"))
+		*b = &k->failslab.cache_filter;
+	else
 		return odb_err(k, ODB_EINVAL, "%s has no knob '%s'", name, knob);
-	}
+	return ODB_OK;
+}
+
+int odb_fault_set_flag(odb_kernel *k, const char *name, const char *knob, unsigned long value)
+{
+	bool *b;
+	unsigned int *u;
+	int ret = fault_knob(k, name, knob, &b, &u);
+
+	if (ret)
+		return ret;
+	if (b)
+		*b = value != 0;
+	else
+		*u = (unsigned int)value;
+	return ODB_OK;
+}
+
+int odb_fault_get_flag(odb_kernel *k, const char *name, const char *knob, unsigned long *value)
+{
+	bool *b;
+	unsigned int *u;
+	int ret = fault_knob(k, name, knob, &b, &u);
+
+	if (ret)
+		return ret;
+	*value = b ? *b : *u;
 	return ODB_OK;
 }

@@ -723,6 +723,21 @@ static PyObject *Kernel_fault_set_flag(KernelObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+static PyObject *Kernel_fault_get_flag(KernelObject *self, PyObject *args)
+{
+	const char *name, *knob;
+	unsigned long v;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "ss", &name, &knob))
+		return NULL;
+	CHECK_OPEN(self);
+	ret = odb_fault_get_flag(self->k, name, knob, &v);
+	if (ret)
+		return odb_raise(self, ret);
+	return PyLong_FromUnsignedLong(v);
+}
+
 static PyObject *Kernel_dmesg(KernelObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "clear", NULL };
@@ -1032,6 +1047,7 @@ static PyMethodDef Kernel_methods[] = {
 	{ "fault_get", (PyCFunction)Kernel_fault_get, METH_O, "fault_get($self, name, /)\n--\n\nState of a fault_attr as a dict." },
 	{ "fault_set", (PyCFunction)(void (*)(void))Kernel_fault_set, METH_VARARGS | METH_KEYWORDS, "fault_set($self, /, name, probability, interval=1, times=-1, space=0, verbose=0)\n--\n\nSet a fault_attr's knobs." },
 	{ "fault_set_flag", (PyCFunction)Kernel_fault_set_flag, METH_VARARGS, "fault_set_flag($self, name, knob, value, /)\n--\n\nSet a fault_attr's debugfs extra knob." },
+	{ "fault_get_flag", (PyCFunction)Kernel_fault_get_flag, METH_VARARGS, "fault_get_flag($self, name, knob, /)\n--\n\nA fault_attr's debugfs extra knob (an int; a bool knob reads 0 or 1)." },
 	{ "dmesg", (PyCFunction)(void (*)(void))Kernel_dmesg, METH_VARARGS | METH_KEYWORDS, "dmesg($self, /, clear=False)\n--\n\nThe kernel log as text; clear=True empties it after reading." },
 	{ "printk", (PyCFunction)Kernel_printk, METH_O, "printk($self, msg, /)\n--\n\nprintk a message." },
 	{ "reports", (PyCFunction)Kernel_reports, METH_VARARGS, "reports($self, start=0, /)\n--\n\nReports from index start on." },

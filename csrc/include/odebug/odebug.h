@@ -326,6 +326,9 @@ ODB_API int odb_fault_set(odb_kernel *k, const char *name, unsigned long probabi
  * "min-order" (fail_page_alloc), "cache-filter" (failslab). */
 ODB_API int odb_fault_set_flag(odb_kernel *k, const char *name, const char *knob,
 			       unsigned long value);
+/* Read one of those knobs into *value (a bool knob reads 0 or 1). */
+ODB_API int odb_fault_get_flag(odb_kernel *k, const char *name, const char *knob,
+			       unsigned long *value);
 
 /* ---- log and reports ------------------------------------------------------- */
 /* The printk ring as text, one "[    0.000000] message" line each.
