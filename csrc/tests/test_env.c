@@ -218,6 +218,17 @@ static void test_fault(void)
 	CHECK(odb_alloc_pages(k, ODB_GFP_ATOMIC | ODB_GFP_NOWARN, 1, &a) == ODB_ENOMEM); /* 2 <= 2 */
 	CHECK(odb_fault_get(k, "fail_page_alloc", &fi) == ODB_OK && fi.space == 2);
 	CHECK(odb_fault_get(k, "nope", &fi) == ODB_ENOENT);
+	{
+		unsigned long v = 7;
+
+		CHECK(odb_fault_get_flag(k, "fail_page_alloc", "min-order", &v) == ODB_OK && v == 1);
+		CHECK(odb_fault_set_flag(k, "fail_page_alloc", "min-order", 3) == ODB_OK);
+		CHECK(odb_fault_get_flag(k, "fail_page_alloc", "min-order", &v) == ODB_OK && v == 3);
+		CHECK(odb_fault_set_flag(k, "failslab", "cache-filter", 5) == ODB_OK);
+		CHECK(odb_fault_get_flag(k, "failslab", "cache-filter", &v) == ODB_OK && v == 1);
+		CHECK(odb_fault_get_flag(k, "failslab", "min-order", &v) == ODB_EINVAL);
+		CHECK(odb_fault_get_flag(k, "nope", "min-order", &v) == ODB_ENOENT);
+	}
 	odb_kernel_destroy(k);
 }
 
