@@ -814,3 +814,23 @@ def test_report_kinds_are_an_enumeration_and_expect_report_matches_titles():
         with pytest.raises(AssertionError):
             with k.expect_report(odebug.ReportKind.DOUBLE_FREE):
                 k.kfree(k.kmalloc(8))
+
+
+def test_quarantine_holding_all_ram_is_reduced_by_the_next_blocking_alloc():
+    """A non-blocking alloc_bulk of huge objects fails when RAM runs out and frees what
+    it got -- into the quarantine, which then holds every page.  As in the kernel,
+    KASAN's post-alloc hook of the next GFP_KERNEL allocation reduces the quarantine
+    (after that allocation has failed), so the one after it succeeds (the fuzzer's
+    "kmalloc returned None" of seed 24 example 39529 was this)."""
+    k = odebug.Kernel("no_debug_objects", cpus=2, ram="16M")
+    c = k.kmem_cache_create("huge", 236451, flags="F")
+    assert c.alloc_bulk(143, 0) is None
+    assert k.nr_free_pages == 0
+    q = k.kasan.quarantine.stats()
+    assert q["size"] > 13 << 20 and q["reduce_calls"] == 0
+    assert k.kmalloc(64) is None
+    assert k.kasan.quarantine.stats()["reduce_evicting"] >= 1 and k.nr_free_pages > 0
+    p = k.kmalloc(64)
+    assert p is not None
+    k.kfree(p)
+    k.close()
