@@ -1248,7 +1248,7 @@ void __slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail, 
 		set_freepointer(s, tail, prior);
 		was_frozen = SLAB_FROZEN(counters);
 		frozen = was_frozen;
-		inuse = SLAB_INUSE(counters) - (unsigned int)cnt;
+		inuse = (SLAB_INUSE(counters) - (unsigned int)cnt) & 0xffffu;   /* a 16-bit field */
 		if ((!inuse || !prior) && !was_frozen) {
 			if (kmem_cache_has_cpu_partial(s) && !prior) {
 				frozen = true;      /* goes to the per-CPU partial list */

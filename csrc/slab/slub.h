@@ -22,8 +22,12 @@ extern const char *const slub_stat_names[NR_SLUB_STAT_ITEMS];
 #define SLAB_INUSE(c)    ((unsigned int)((c) & 0xffff))
 #define SLAB_OBJECTS(c)  ((unsigned int)(((c) >> 16) & 0x7fff))
 #define SLAB_FROZEN(c)   ((unsigned int)(((c) >> 31) & 1))
+/* Each field wraps within its own bits, as the kernel's bitfields do: a double
+ * free that takes inuse below 0 leaves 0xffff there, never borrows from objects
+ * (objects bounds every walk over the slab's memory). */
 #define SLAB_COUNTERS(inuse, objects, frozen) \
-	((unsigned long)(inuse) | ((unsigned long)(objects) << 16) | ((unsigned long)(frozen) << 31))
+	((unsigned long)((inuse) & 0xffffu) | ((unsigned long)((objects) & 0x7fffu) << 16) | \
+	 ((unsigned long)((frozen) & 1u) << 31))
 #define MAX_OBJS_PER_PAGE 32767
 
 /* struct slab overlays struct page's priv[] (include/linux/mm_types.h). */
