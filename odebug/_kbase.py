@@ -12,6 +12,6 @@ from . import _core
 
 if TYPE_CHECKING:  # pragma: no cover
     class KernelBase(_core.Kernel):
-        def _cpu(self, cpu: Optional[int]) -> ContextManager[None]: ...
+        def _cpu(self, cpu: Optional[int]) -> ContextManager[object]: ...
 else:
     KernelBase = object

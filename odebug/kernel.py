@@ -7,7 +7,8 @@ import os
 import re
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Pattern, Union
+from typing import (TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List, Optional,
+                    Pattern, Union)
 
 from . import _core
 import warnings
@@ -55,6 +56,23 @@ def check_int(name: str, value: int, lo: int, hi: Optional[int] = None) -> int:
         raise _core.InvalidArgument(f"{name}: must be {rng}, not {value}")
     return value
 
+
+class _OnCpu:
+    """``with k._cpu(n):``: bind the calling thread to vCPU n for the block."""
+    __slots__ = ("k", "cpu", "old")
+
+    def __init__(self, k: "Kernel", cpu: int) -> None:
+        self.k, self.cpu, self.old = k, cpu, -1
+
+    def __enter__(self) -> None:
+        self.old = self.k.bind_cpu(self.cpu)
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.k.closed:
+            self.k.bind_cpu(self.old)
+
+
+_NO_CPU: "ContextManager[object]" = contextlib.nullcontext()
 
 #: the debugfs extra knobs of each fault attribute (lib/fault-inject.c, mm/failslab.c,
 #: mm/fail_page_alloc.c)
@@ -182,13 +200,11 @@ class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
             if not self.closed:
                 self.bind_cpu(old)
 
-    @contextlib.contextmanager
-    def _cpu(self, cpu: Optional[int]) -> Iterator[None]:
-        if cpu is None:
-            yield
-            return
-        with self.on_cpu(cpu):
-            yield
+    def _cpu(self, cpu: Optional[int]) -> "ContextManager[object]":
+        """The ``cpu=`` argument of a call: nothing for None, else the call runs with
+        the thread bound to that vCPU (a plain class, not a generator: this is on
+        every call's path)."""
+        return _NO_CPU if cpu is None else _OnCpu(self, cpu)
 
     @property
     def cpu(self) -> int:

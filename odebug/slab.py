@@ -111,14 +111,18 @@ class Cache:
         return self._info_int("order")
 
     # -- allocation -------------------------------------------------------------------
+    # (the hot calls check their arguments in C, and bind a vCPU only for cpu=:
+    # every Python operation here costs the hypothesis user on every step)
     def alloc(self, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
         """kmem_cache_alloc(): the object's address, or None when it fails."""
-        _check_gfp(gfp)
+        if cpu is None:
+            return self._c.alloc(gfp)
         with self._kernel._cpu(cpu):
             return self._c.alloc(gfp)
 
     def zalloc(self, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
         """kmem_cache_zalloc()."""
+        _check_gfp(gfp)
         return self.alloc(gfp | GFP_ZERO, cpu=cpu)
 
     def kmalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
@@ -131,7 +135,8 @@ class Cache:
 
     def free(self, addr: int, *, cpu: Optional[int] = None) -> None:
         """kmem_cache_free()."""
-        _check_addr(addr)
+        if cpu is None:
+            return self._c.free(addr)
         with self._kernel._cpu(cpu):
             self._c.free(addr)
 
@@ -185,6 +190,10 @@ class Cache:
                                                     Dict[str, Union[int, List[int]]]]:
         """CONFIG_SLUB_STATS counters (summed, or a list per vCPU)."""
         return self._c.stats(per_cpu)
+
+
+_kmalloc = _core.kmalloc
+_kfree = _core.kfree
 
 
 def _check_size(size: int) -> None:
@@ -288,24 +297,31 @@ class SlabMixin(KernelBase):
         """Every cache, in creation order."""
         return [self.cache(n) for n in _core.cache_names(self)]
 
+    # (the hot calls check their arguments in C, and bind a vCPU only for cpu=:
+    # every Python operation here costs the hypothesis user on every step)
     def kmalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
         """kmalloc(): the address (ZERO_SIZE_PTR for 0), or None when it fails."""
-        _check_size(size)
-        _check_gfp(gfp)
+        if cpu is None:
+            return _kmalloc(self, size, gfp)
         with self._cpu(cpu):
-            return _core.kmalloc(self, size, gfp)
+            return _kmalloc(self, size, gfp)
 
     def kzalloc(self, size: int, gfp: int = GFP_KERNEL, *, cpu: Optional[int] = None) -> Optional[int]:
         """kzalloc()."""
-        return self.kmalloc(size, gfp | GFP_ZERO, cpu=cpu)
+        _check_gfp(gfp)
+        if cpu is None:
+            return _kmalloc(self, size, gfp | GFP_ZERO)
+        with self._cpu(cpu):
+            return _kmalloc(self, size, gfp | GFP_ZERO)
 
     def kfree(self, addr: Optional[int], *, cpu: Optional[int] = None) -> None:
         """kfree(); kfree(None) and kfree(0) do nothing."""
         if addr is None:
             return
-        _check_addr(addr)
+        if cpu is None:
+            return _kfree(self, addr)
         with self._cpu(cpu):
-            _core.kfree(self, addr)
+            _kfree(self, addr)
 
     def kfree_rcu(self, addr: Optional[int]) -> None:
         """kfree_rcu(): freed after a grace period (one jiffy: the next

@@ -143,7 +143,7 @@ def test_recorder_records_a_call_that_raises():
         k.close()
     script = k.recorder.script()
     assert "try:" in script and "except Exception as e:" in script
-    assert "InvalidArgument size: negative size -1" in _run_script(script)
+    assert "InvalidArgument size: must be 0..9223372036854775807, not -1" in _run_script(script)
     assert script.index("k.kmalloc(-1)") < script.index("p1 = k.kmalloc(8)")
 
 

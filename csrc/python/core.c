@@ -271,6 +271,75 @@ static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct od
 }
 
 /* ---- the Python frame hook for the stack depot ---------------------------------------- */
+/* Is this code object odebug's own (its file under skip_prefix)?  1 yes, 0 no,
+ * -1 on an error (cleared: the hook then names no caller). */
+static int frame_code_skipped(KernelObject *self, PyCodeObject *code)
+{
+	struct odb_frame_cache *fc = self->fcache;
+	size_t i = ((uintptr_t)code >> 4) & (ODB_CODE_CACHE - 1);
+	const char *fn;
+	bool skip;
+
+	if (fc->code[i].code == (PyObject *)code)
+		return fc->code[i].skip;
+	fn = PyUnicode_AsUTF8(code->co_filename);
+	if (!fn) {
+		PyErr_Clear();
+		return -1;
+	}
+	skip = self->skip_prefix && !strncmp(fn, self->skip_prefix, strlen(self->skip_prefix));
+	Py_XSETREF(fc->code[i].code, Py_NewRef((PyObject *)code));
+	fc->code[i].skip = skip;
+	return skip;
+}
+
+/* "file:line:function" of frame f running code, cached by (code, instruction). */
+static const char *frame_text(KernelObject *self, PyFrameObject *f, PyCodeObject *code)
+{
+	struct odb_frame_cache *fc = self->fcache;
+	int lasti = PyFrame_GetLasti(f);
+	size_t i = (((uintptr_t)code >> 4) ^ ((size_t)(unsigned int)lasti * 0x9e3779b1u)) &
+		   (ODB_LINE_CACHE - 1);
+	const char *fn, *name, *base;
+	char tmp[256], *text;
+
+	if (fc->line[i].code == (PyObject *)code && fc->line[i].lasti == lasti)
+		return fc->line[i].text;
+	fn = PyUnicode_AsUTF8(code->co_filename);
+	name = fn ? PyUnicode_AsUTF8(code->co_name) : NULL;
+	if (!fn || !name)
+		PyErr_Clear();
+	if (!fn)
+		return NULL;
+	base = strrchr(fn, '/');
+	snprintf(tmp, sizeof(tmp), "%s:%d:%s", base ? base + 1 : fn, PyFrame_GetLineNumber(f),
+		 name ? name : "?");
+	text = strdup(tmp);
+	if (!text)
+		return NULL;
+	free(fc->line[i].text);
+	Py_XSETREF(fc->line[i].code, Py_NewRef((PyObject *)code));
+	fc->line[i].lasti = lasti;
+	fc->line[i].text = text;
+	return text;
+}
+
+static void frame_cache_free(KernelObject *self)
+{
+	struct odb_frame_cache *fc = self->fcache;
+
+	if (!fc)
+		return;
+	self->fcache = NULL;
+	for (size_t i = 0; i < ODB_CODE_CACHE; i++)
+		Py_XDECREF(fc->code[i].code);
+	for (size_t i = 0; i < ODB_LINE_CACHE; i++) {
+		Py_XDECREF(fc->line[i].code);
+		free(fc->line[i].text);
+	}
+	free(fc);
+}
+
 static bool py_frame_hook(void *ctx, char *buf, size_t len)
 {
 	KernelObject *self = ctx;
@@ -279,26 +348,26 @@ static bool py_frame_hook(void *ctx, char *buf, size_t len)
 
 	if (!PyGILState_Check())
 		return false;   /* C thread or GIL released: no Python caller to name */
+	if (!self->fcache && !(self->fcache = calloc(1, sizeof(*self->fcache))))
+		return false;
 	f = PyEval_GetFrame();  /* borrowed */
 	Py_XINCREF(f);
 	while (f) {
 		PyCodeObject *code = PyFrame_GetCode(f);
-		const char *fn = PyUnicode_AsUTF8(code->co_filename);
+		int skip = frame_code_skipped(self, code);
 		PyFrameObject *back;
 
-		if (!fn) {
-			PyErr_Clear();
+		if (skip < 0) {
 			Py_DECREF(code);
 			break;
 		}
-		if (!self->skip_prefix || strncmp(fn, self->skip_prefix, strlen(self->skip_prefix))) {
-			const char *name = PyUnicode_AsUTF8(code->co_name);
-			const char *base = strrchr(fn, '/');
-			snprintf(buf, len, "%s:%d:%s", base ? base + 1 : fn,
-				 PyFrame_GetLineNumber(f), name ? name : "?");
-			if (!name)
-				PyErr_Clear();
-			found = true;
+		if (!skip) {
+			const char *text = frame_text(self, f, code);
+
+			if (text) {
+				snprintf(buf, len, "%s", text);
+				found = true;
+			}
 			Py_DECREF(code);
 			break;
 		}
@@ -431,6 +500,7 @@ static void Kernel_dealloc(KernelObject *self)
 		Py_END_ALLOW_THREADS
 	}
 	free(self->skip_prefix);
+	frame_cache_free(self);
 	Py_CLEAR(self->module);
 	tp->tp_free(self);
 	Py_DECREF(tp);

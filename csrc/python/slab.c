@@ -363,7 +363,7 @@ static PyObject *Cache_alloc(CacheObject *c, PyObject *args)
 	odb_addr_t a;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "|I", &gfp))
+	if (!PyArg_ParseTuple(args, "|O&", odb_conv_gfp, &gfp))
 		return NULL;
 	CACHE_READY(c);
 	c->busy++;
@@ -400,10 +400,10 @@ static PyObject *Cache_kmalloc(CacheObject *c, PyObject *args)
 
 static PyObject *Cache_free(CacheObject *c, PyObject *arg)
 {
-	unsigned long long a = PyLong_AsUnsignedLongLong(arg);
+	unsigned long long a;
 	int ret;
 
-	if (a == (unsigned long long)-1 && PyErr_Occurred())
+	if (!odb_conv_addr(arg, &a))
 		return NULL;
 	CACHE_READY(c);
 	c->busy++;
