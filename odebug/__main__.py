@@ -1,7 +1,7 @@
 """``python -m odebug``: the command line (one argparse parser, prog ``odebug``).
 
   python -m odebug reproduce [debugobjects|quarantine|slub|all] [--quick] [--json FILE] [--runs N]
-  python -m odebug bench [slab|quarantine|debugobjects|races|all] [options]
+  python -m odebug bench [slab|python|quarantine|debugobjects|races|all] [options]
 
 ``--help`` at any level prints the usage and runs nothing.
 """
@@ -31,8 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     bp = sub.add_parser(
         "bench", help="benchmarks (reported, never asserted)",
         description="Benchmarks, reported and never asserted. Without a benchmark name, "
-                    "all of them run on their defaults (quarantine, slab, races, debugobjects).")
-    bsub = bp.add_subparsers(dest="benchmark", metavar="{slab,quarantine,debugobjects,races,all}")
+                    "all of them run on their defaults (quarantine, python, slab, races, "
+                    "debugobjects).")
+    bsub = bp.add_subparsers(dest="benchmark", metavar="{slab,python,quarantine,debugobjects,races,all}")
     bp.set_defaults(func=bench.run_all)
 
     sp = bsub.add_parser("slab", help="alloc+free pairs: no debug, P, FZPU vs glibc",
@@ -41,6 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
                                      "ns/pair and the ratios.")
     bench.add_slab_arguments(sp)
     sp.set_defaults(func=bench.run_slab)
+
+    pp = bsub.add_parser("python", help="the Python boundary: Kernel methods vs _core vs a C call",
+                         description="kmalloc(64)+kfree pairs from Python through the Kernel "
+                                     "methods, through odebug._core and beside two trivial C "
+                                     "calls, and the stack depot's Python frame hook, for "
+                                     "no-debug and the defaults: ns and ratios in one process.")
+    bench.add_python_arguments(pp)
+    pp.set_defaults(func=bench.run_python)
 
     qp = bsub.add_parser("quarantine", help="KASAN quarantine: quarter vs batched reduce",
                          description=bench_kasan.description())
@@ -61,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     rr.set_defaults(func=bench.run_races)
 
     ap = bsub.add_parser("all", help="every benchmark on its defaults",
-                         description="Every benchmark on its defaults: quarantine, slab, "
-                                     "races, debugobjects.")
+                         description="Every benchmark on its defaults: quarantine, python, "
+                                     "slab, races, debugobjects.")
     ap.set_defaults(func=bench.run_all)
     return parser
 

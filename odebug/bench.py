@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import statistics
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -190,7 +191,7 @@ def format_slab_table(res: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-BENCHMARKS = ("slab", "quarantine", "debugobjects", "races", "all")
+BENCHMARKS = ("slab", "python", "quarantine", "debugobjects", "races", "all")
 
 
 def add_slab_arguments(p: argparse.ArgumentParser) -> None:
@@ -243,10 +244,75 @@ def run_debugobjects(a: argparse.Namespace) -> None:
     print(format_table(res))
 
 
+# ---- python: the cost of the Python boundary ------------------------------------------------
+PYTHON_CONFIGS = (("no-debug", "kasan=off no_debug_objects"), ("defaults", ""))
+
+
+def python_boundary(n: int = 200_000, rounds: int = 5) -> List[Dict[str, Any]]:
+    """In one process, per configuration: ns per kmalloc(64)+kfree pair through the
+    ``Kernel`` methods, through ``odebug._core`` underneath, and two trivial C calls
+    (``_core.Kernel.current_cpu``: the floor of any binding call); and ns per call of
+    the stack depot's Python frame hook (called from C, naming this frame).  The
+    best of ``rounds`` rounds, each loop timed side by side with the others."""
+    check_int("n", n, 1, 1 << 26)
+    check_int("rounds", rounds, 1, 1000)
+    trivial = _core.Kernel.current_cpu
+    rows = []
+    for name, cmdline in PYTHON_CONFIGS:
+        best: Dict[str, float] = {}
+        with Kernel(cmdline, ram="256M") as k:
+            km, kf, ckm, ckf = k.kmalloc, k.kfree, _core.kmalloc, _core.kfree
+            for _ in range(rounds):
+                t0 = time.perf_counter_ns()
+                for _ in range(n):
+                    kf(km(64))
+                t1 = time.perf_counter_ns()
+                for _ in range(n):
+                    ckf(k, ckm(k, 64, _core.GFP_KERNEL) or 0)
+                t2 = time.perf_counter_ns()
+                for _ in range(n):
+                    trivial(k)
+                    trivial(k)
+                t3 = time.perf_counter_ns()
+                got = {"kernel_pair_ns": (t1 - t0) / n, "core_pair_ns": (t2 - t1) / n,
+                       "trivial_2_ns": (t3 - t2) / n,
+                       "frame_hook_ns": _core._frame_hook_ns(k, n)}
+                for key, v in got.items():
+                    best[key] = min(best.get(key, v), v)
+        best["kernel_vs_core"] = best["kernel_pair_ns"] / best["core_pair_ns"]
+        rows.append({"config": name, "cmdline": cmdline, **best})
+    return rows
+
+
+def format_python_table(rows: List[Dict[str, Any]]) -> str:
+    lines = ["python: kmalloc(64)+kfree pairs from Python (ns per pair, best of the rounds)",
+             f"{'config':10}{'Kernel':>10}{'_core':>10}{'2 C calls':>11}{'Kernel/_core':>14}"
+             f"{'frame hook':>12}"]
+    for r in rows:
+        lines.append(f"{r['config']:10}{r['kernel_pair_ns']:>10.0f}{r['core_pair_ns']:>10.0f}"
+                     f"{r['trivial_2_ns']:>11.0f}{r['kernel_vs_core']:>13.2f}x"
+                     f"{r['frame_hook_ns']:>12.0f}")
+    lines += ["Kernel: k.kfree(k.kmalloc(64)); _core: _core.kfree(k, _core.kmalloc(k, 64, GFP_KERNEL));",
+              "2 C calls: _core.Kernel.current_cpu(k) twice; frame hook: ns per call of the stack",
+              "depot's Python-caller lookup (each tracked alloc and free makes one)."]
+    return "\n".join(lines)
+
+
+def add_python_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pairs", type=int, default=200_000,
+                   help="pairs per loop and round (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds (default: %(default)s)")
+
+
+def run_python(a: argparse.Namespace) -> None:
+    print(format_python_table(python_boundary(a.pairs, a.rounds)))
+
+
 def run_all(a: argparse.Namespace) -> None:
-    """Every benchmark on its defaults: quarantine, slab, races, debugobjects."""
+    """Every benchmark on its defaults: quarantine, python, slab, races, debugobjects."""
     from . import bench_kasan
     for add, run in ((bench_kasan.add_arguments, bench_kasan.run),
+                     (add_python_arguments, run_python),
                      (add_slab_arguments, run_slab),
                      (add_races_arguments, run_races),
                      (add_debugobjects_arguments, run_debugobjects)):

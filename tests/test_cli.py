@@ -15,6 +15,7 @@ HELPS = [
     ["reproduce"],
     ["bench"],
     ["bench", "slab"],
+    ["bench", "python"],
     ["bench", "quarantine"],
     ["bench", "debugobjects"],
     ["bench", "races"],
@@ -101,3 +102,17 @@ def test_bench_quarantine_quick_runs():
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("geometry 64M/2 CPUs")
     assert "ops_per_s_2thr" in p.stdout
+
+
+def test_bench_python_section():
+    """``bench python`` prints one row per configuration, ns and the Kernel/_core ratio."""
+    p = _odebug("bench", "python", "--pairs", "2000", "--rounds", "1", timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("python: kmalloc(64)+kfree pairs")
+    rows = {ln.split()[0]: ln.split() for ln in lines[2:4]}
+    assert set(rows) == {"no-debug", "defaults"}
+    for cells in rows.values():
+        kernel, core, trivial, ratio, hook = cells[1:]
+        assert float(kernel) > 0 and float(core) > 0 and float(hook) > 0
+        assert ratio.endswith("x") and float(ratio[:-1]) > 0

@@ -1233,6 +1233,33 @@ static PyObject *set_report_factory(PyObject *module, PyObject *fn)
 	Py_RETURN_NONE;
 }
 
+/* Nanoseconds per call of the Python frame hook, called n times from here (the
+ * calling Python frame is the one it names): bench.py's ``python`` section. */
+static PyObject *frame_hook_ns(PyObject *module, PyObject *args)
+{
+	PyObject *kobj;
+	Py_ssize_t n;
+	KernelObject *ko;
+	struct timespec t0, t1;
+	char buf[256];
+	size_t named = 0;
+
+	if (!PyArg_ParseTuple(args, "On", &kobj, &n))
+		return NULL;
+	if (!(ko = odb_py_kernel(module, kobj, true)))
+		return NULL;
+	if (n <= 0)
+		return PyErr_Format(ko->st->InvalidArgument, "n: must be > 0, not %zd", n), NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (Py_ssize_t i = 0; i < n; i++)
+		named += py_frame_hook(ko, buf, sizeof(buf));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (named != (size_t)n)
+		return PyErr_Format(PyExc_RuntimeError, "the hook named no Python caller"), NULL;
+	return PyFloat_FromDouble(((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+				   (double)(t1.tv_nsec - t0.tv_nsec)) / (double)n);
+}
+
 static PyObject *build_info(PyObject *module, PyObject *unused)
 {
 	return Py_BuildValue("{s:s,s:i,s:i,s:K}",
@@ -1249,6 +1276,7 @@ static PyObject *build_info(PyObject *module, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
 	{ "_set_report_factory", set_report_factory, METH_O, "_set_report_factory($module, factory, /)\n--\n\nSet the callable that turns report dicts into Reports (None: plain dicts)." },
+	{ "_frame_hook_ns", frame_hook_ns, METH_VARARGS, "_frame_hook_ns($module, kernel, n, /)\n--\n\nNanoseconds per call of the Python frame hook, called n times (a benchmark)." },
 	{ "_build_info", build_info, METH_NOARGS, "_build_info($module, /)\n--\n\nBuild facts: sanitizer, limits." },
 	{ NULL }
 };
