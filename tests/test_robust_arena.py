@@ -272,3 +272,25 @@ def test_raising_debug_hint_during_the_c_churn(monkeypatch, threads):
                 d.churn(3, 10, 2)
             assert seen == []
         assert [r.kind for r in k.reports][:2] == ["init active", "activate active"]
+
+
+def test_krealloc_never_copies_past_the_object_whatever_orig_size_says():
+    """slub_debug U keeps a kmalloc object's requested size in the arena, where a stray
+    write can make it anything; krealloc copied that many bytes (capped only by the new
+    size) into the new object -- past the old one, an overlapping memcpy under ASan
+    (fuzz seed 26 example 3107).  It now copies at most the object."""
+    import struct
+    k = odebug.Kernel("slub_debug=FZPUT kasan=off no_debug_objects", ram="32M")
+    c = k.cache("kmalloc-64")
+    p = k.kmalloc(40)
+    raw = bytes(k.raw(p, c.size))
+    off = next(o for o in range(c.info()["info_end"], c.size - 3, 4)
+               if raw[o:o + 4] == struct.pack("<I", 40))      # orig_size
+    k.raw(p + off, 4)[:] = struct.pack("<I", 0xFFFFFFF0)
+    k.write(p, bytes(range(40)))
+    q = k.krealloc(p, 12283)
+    assert q is not None and q != p
+    assert k.read(q, 40) == bytes(range(40))
+    assert bytes(k.raw(q + 64, 64)) != b"\xcc" * 64     # the old red zone was copied
+    k.kfree(q)
+    k.close()

@@ -220,7 +220,10 @@ unsigned int get_orig_size(struct kmem_cache *s, void *object)
 	if (!slub_debug_orig_size(s))
 		return s->object_size;
 	memcpy(&v, get_orig_size_ptr(s, object), sizeof(v));
-	return v;
+	/* It lives in the arena, where a stray write can make it anything: never
+	 * more than the object (krealloc copies that many bytes; the kernel, which
+	 * trusts it, would copy past the object). */
+	return v > s->object_size ? s->object_size : v;
 }
 
 int slub_set_order(struct kmem_cache *s);
