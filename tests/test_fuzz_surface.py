@@ -737,14 +737,21 @@ def _child_run(ex):
             # KASAN's quarantine may hold all the RAM (e.g. a failed non-blocking
             # alloc_bulk of huge objects frees them all into it): as in the kernel, the
             # failed GFP_KERNEL allocation's post-alloc hook reduced the quarantine,
-            # so the next one finds pages (seed 24 example 39529)
+            # so the next one may find pages (seed 24 example 39529) -- or not yet: a
+            # batched reduce frees one batch (seed 26 example 6390); then drain it
             p = kk.kmalloc(64)
+            if p is None and kk.kasan.enabled:
+                kk.kasan.quarantine.drain()
+                p = kk.kmalloc(64)
         if p is None:
             # None is right when RAM is used up (a fuzzed cache of huge objects
             # can take all of the 16 MiB) or a fault was injected
             if (not kk.fault("failslab")["failures"] and not kk.fault("fail_page_alloc")["failures"]
                     and kk.nr_free_pages > 0):
-                problems.append("kmalloc(64) returned None without fault injection")
+                q = kk.kasan.quarantine.stats() if kk.kasan.enabled else {}
+                problems.append("kmalloc(64) returned None without fault injection "
+                                f"({kk.nr_free_pages} free pages, quarantine "
+                                f"{q.get('size')} B; log: {kk.dmesg()[-600:]!r})")
         else:
             kk.write(p, b"x" * 64)
             kk.kfree(p)
