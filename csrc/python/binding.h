@@ -37,6 +37,7 @@ typedef struct {
 struct odb_frame_cache {
 	struct { PyObject *code; bool skip; } code[ODB_CODE_CACHE];
 	struct { PyObject *code; int lasti; char *text; } line[ODB_LINE_CACHE];
+	char *spare;            /* the last text that could not be cached */
 };
 
 typedef struct {

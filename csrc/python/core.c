@@ -271,6 +271,18 @@ static PyObject *report_to_python(core_state *st, odb_kernel *k, const struct od
 }
 
 /* ---- the Python frame hook for the stack depot ---------------------------------------- */
+/* The hook runs under core locks (the stack depot saves with a vCPU's irq lock
+ * held), so it must never run Python code: Python code may hand the GIL to a
+ * thread that holds the GIL's next claim and waits for that lock (a deadlock the
+ * fuzzer found: a frame object's allocation started a GC whose weakref callback
+ * let the GIL go).  So the walk runs with the GC disabled, and a cache entry is
+ * replaced only if that does not free its code object (a code object's last
+ * reference can run weakref callbacks). */
+static bool evictable(PyObject *old)
+{
+	return !old || Py_REFCNT(old) > 1;
+}
+
 /* Is this code object odebug's own (its file under skip_prefix)?  1 yes, 0 no,
  * -1 on an error (cleared: the hook then names no caller). */
 static int frame_code_skipped(KernelObject *self, PyCodeObject *code)
@@ -288,6 +300,8 @@ static int frame_code_skipped(KernelObject *self, PyCodeObject *code)
 		return -1;
 	}
 	skip = self->skip_prefix && !strncmp(fn, self->skip_prefix, strlen(self->skip_prefix));
+	if (!evictable(fc->code[i].code))
+		return skip;            /* not cached this time */
 	Py_XSETREF(fc->code[i].code, Py_NewRef((PyObject *)code));
 	fc->code[i].skip = skip;
 	return skip;
@@ -314,6 +328,12 @@ static const char *frame_text(KernelObject *self, PyFrameObject *f, PyCodeObject
 	base = strrchr(fn, '/');
 	snprintf(tmp, sizeof(tmp), "%s:%d:%s", base ? base + 1 : fn, PyFrame_GetLineNumber(f),
 		 name ? name : "?");
+	if (!evictable(fc->line[i].code)) {
+		/* not cached this time: the text goes into the spare slot */
+		free(fc->spare);
+		fc->spare = strdup(tmp);
+		return fc->spare;
+	}
 	text = strdup(tmp);
 	if (!text)
 		return NULL;
@@ -337,6 +357,7 @@ static void frame_cache_free(KernelObject *self)
 		Py_XDECREF(fc->line[i].code);
 		free(fc->line[i].text);
 	}
+	free(fc->spare);
 	free(fc);
 }
 
@@ -345,11 +366,13 @@ static bool py_frame_hook(void *ctx, char *buf, size_t len)
 	KernelObject *self = ctx;
 	PyFrameObject *f;
 	bool found = false;
+	int gc_was_on;
 
 	if (!PyGILState_Check())
 		return false;   /* C thread or GIL released: no Python caller to name */
 	if (!self->fcache && !(self->fcache = calloc(1, sizeof(*self->fcache))))
 		return false;
+	gc_was_on = PyGC_Disable();
 	f = PyEval_GetFrame();  /* borrowed */
 	Py_XINCREF(f);
 	while (f) {
@@ -377,6 +400,8 @@ static bool py_frame_hook(void *ctx, char *buf, size_t len)
 		f = back;
 	}
 	Py_XDECREF(f);
+	if (gc_was_on)
+		PyGC_Enable();
 	return found;
 }
 
