@@ -12,8 +12,8 @@ debug-objects churn on one vCPU, so the interleaving is fixed).
 
 tests/test_golden.py compares this output with tests/data/golden_workload.txt.gz.  Only
 what a rebuild may change is normalised: the ``+0x../0x..`` offsets of C functions
-in stacks (and, in sanitizer builds, the C frames themselves, which inlining
-changes) and host timings.  A deliberate change of behaviour regenerates the file:
+in stacks, and host timings (sanitizer builds are not compared: their inlining
+gives other C frames, hence other stack-depot handles).  A deliberate change of behaviour regenerates the file:
 ``python tests/golden_workload.py | gzip -9n > tests/data/golden_workload.txt.gz``.
 """
 from __future__ import annotations
