@@ -425,6 +425,8 @@ int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t va
 int check_slab(struct kmem_cache *s, struct slab *sl);
 int on_freelist(struct kmem_cache *s, struct slab *sl, void *search);
 void slab_pad_check(struct kmem_cache *s, struct slab *sl);
+/* lib/string.c memchr_inv: first byte of [p, p+n) other than v, or NULL (word-wise) */
+uint8_t *memchr_inv(uint8_t *p, uint8_t v, size_t n);
 /* trace(): SLAB_TRACE's line (and the object on free) plus the stack; the
  * flag test inline, the work in trace_object(). */
 void trace_object(struct kmem_cache *s, struct slab *sl, void *object, int alloc);
