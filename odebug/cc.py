@@ -31,7 +31,7 @@ from typing import Any, Iterator, List, Optional, Sequence
 
 from . import get_include, get_library
 
-__all__ = ["cflags", "ldflags", "runtime_library", "compiler_supported", "enter", "runtime",
+__all__ = ["cflags", "ldflags", "runtime_library", "compiler_supported", "enter", "register", "runtime",
            "main"]
 
 SHADOW_OFFSET = "0xdffffc0000000000"
@@ -91,10 +91,22 @@ def runtime() -> ctypes.CDLL:
         lib = ctypes.CDLL(runtime_library(), mode=ctypes.RTLD_GLOBAL)
         lib.odb_cc_enter.argtypes = [ctypes.c_void_p]
         lib.odb_cc_enter.restype = ctypes.c_int
+        lib.odb_cc_register.argtypes = [ctypes.c_void_p]
+        lib.odb_cc_register.restype = ctypes.c_int
         lib.odb_cc_leave.argtypes = []
         lib.odb_cc_leave.restype = ctypes.c_int
         _rt = lib
     return _rt
+
+
+def register(kernel: Any) -> None:
+    """Make the runtime check instrumented accesses to ``kernel``'s arena
+    (``odb_cc_register``) without making it the thread's current kernel;
+    :func:`enter` registers too.  Arenas of kernels never registered are host
+    memory to the runtime (unchecked).  A destroyed kernel is forgotten."""
+    rc = runtime().odb_cc_register(kernel.c_pointer)
+    if rc != 0:
+        raise RuntimeError(f"odb_cc_register: status {rc}")
 
 
 @contextlib.contextmanager
