@@ -203,3 +203,19 @@ def test_readme_c_example_builds_runs_and_prints_the_readme_output(tmp_path):
     assert got == want
     assert want[2].startswith("BUG: KASAN: slab-out-of-bounds in last_tag+")
     assert root
+
+
+def test_code_without_frame_pointers_is_still_reported_by_name(tmp_path, k):
+    # -fomit-frame-pointer after odebug's flags: rbp holds anything in that code;
+    # the report's stack walk stays inside the thread's stack and the title still
+    # comes from the callback's return address
+    out = tmp_path / "libnofp.so"
+    p = subprocess.run([sys.executable, "-m", "odebug", "cc", "--", "gcc", "-O2", "-shared",
+                        "-fPIC", "-fomit-frame-pointer", WORKLOAD, "-o", str(out)],
+                       capture_output=True, text=True, cwd=os.path.dirname(HERE))
+    assert p.returncode == 0, p.stderr
+    cc.runtime()
+    nofp = ctypes.CDLL(str(out))
+    r = _one(k, nofp.cc_slab_uaf)
+    assert r.kind == "slab-use-after-free"
+    assert "slab-use-after-free in cc_slab_uaf+" in r.text.splitlines()[1]

@@ -229,11 +229,20 @@ uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned 
 	void *base = NULL;
 	unsigned int n = 0;
 
+	struct odb_task *t = odb_current(k);
+	uintptr_t lo = t ? t->stack_lo : 0, hi = t ? t->stack_hi : 0;
+
 	if (dladdr((void *)ip, &di))
 		base = di.dli_fbase;
 	for (int i = 0; fp && i < 64 && n < DEPOT_RAW_FRAMES; i++) {
-		void *ret = fp[1];
-		void **next = fp[0];
+		void *ret, **next;
+
+		/* code built without frame pointers leaves anything in rbp: read
+		 * only frames inside this thread's stack */
+		if (!hi || (uintptr_t)fp < lo || (uintptr_t)fp + 2 * sizeof(void *) > hi)
+			break;
+		ret = fp[1];
+		next = fp[0];
 
 		if (!found && (unsigned long)ret == ip)
 			found = true;
