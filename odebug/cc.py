@@ -53,8 +53,7 @@ def cflags(compiler: str = "gcc") -> List[str]:
     if os.path.basename(compiler).startswith("clang"):
         return common + ["-mllvm", "-asan-instrumentation-with-call-threshold=0",
                          "-mllvm", "-asan-globals=1", "-mllvm", "-asan-stack=0",
-                         "-mllvm", "-asan-mapping-offset=" + SHADOW_OFFSET,
-                         "-mllvm", "-asan-kernel-mem-intrinsic-prefix=1"]
+                         "-mllvm", "-asan-mapping-offset=" + SHADOW_OFFSET]
     return common + ["-fasan-shadow-offset=" + SHADOW_OFFSET,
                      "--param", "asan-instrumentation-with-call-threshold=0",
                      "--param", "asan-globals=1", "--param", "asan-stack=0"]

@@ -24,10 +24,21 @@ if not cc.compiler_supported("gcc"):
     pytest.skip("gcc with -fsanitize=kernel-address is needed", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cc") / "libworkload.so"
-    p = subprocess.run([sys.executable, "-m", "odebug", "cc", "--", "gcc", "-O1", "-shared",
+def _clang():
+    import glob
+    for c in ["clang"] + sorted(glob.glob("/usr/bin/clang-[0-9]*"), reverse=True):
+        if shutil.which(c) and cc.compiler_supported(c):
+            return c
+    return None
+
+
+@pytest.fixture(scope="module", params=["gcc", "clang"])
+def lib(request, tmp_path_factory):
+    compiler = "gcc" if request.param == "gcc" else _clang()
+    if compiler is None:
+        pytest.skip("no clang with -fsanitize=kernel-address installed")
+    out = tmp_path_factory.mktemp("cc") / f"libworkload-{request.param}.so"
+    p = subprocess.run([sys.executable, "-m", "odebug", "cc", "--", compiler, "-O1", "-shared",
                         "-fPIC", "-Wall", "-Werror", WORKLOAD, "-o", str(out)],
                        capture_output=True, text=True, cwd=os.path.dirname(HERE))
     assert p.returncode == 0, p.stderr
@@ -91,8 +102,9 @@ def test_global_out_of_bounds(lib, k):
     assert re.fullmatch(r" cc_table\+0x28/0x[0-9a-f]+", lines[i + 1])
     assert _first_frame(r.text).startswith(" cc_global_oob+")
     # the runtime's shadow of the global: 40 bytes, then its red zone (0xf9)
-    row = next(ln for ln in lines if ln.startswith(">"))
-    assert " 00 00 00 00 00 f9" in row
+    dump = lines[lines.index("Memory state around the buggy address:") + 1:]
+    shadow = " ".join(ln.split(":", 1)[1] for ln in dump if ln[:1] in " >" and ":" in ln)
+    assert " 00 00 00 00 00 f9" in re.sub(r"\s+", " ", shadow)
     assert "global-out-of-bounds in cc_global_oob" in k.dmesg()
     n = len(k.reports)
     with cc.enter(k):
