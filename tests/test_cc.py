@@ -231,3 +231,34 @@ def test_code_without_frame_pointers_is_still_reported_by_name(tmp_path, k):
     r = _one(k, nofp.cc_slab_uaf)
     assert r.kind == "slab-use-after-free"
     assert "slab-use-after-free in cc_slab_uaf+" in r.text.splitlines()[1]
+
+
+def test_threads_each_in_their_own_kernel(lib):
+    import threading
+    kernels = [odebug.Kernel(ram="64M", cmdline="kasan_multi_shot") for _ in range(2)]
+    errors = []
+
+    def run(k):
+        try:
+            with cc.enter(k):
+                for _ in range(50):
+                    lib.cc_slab_oob()
+                    lib.cc_host_ok()
+                    lib.cc_global_oob(10)
+        except BaseException as e:          # pragma: no cover - reported below
+            errors.append(e)
+    try:
+        ts = [threading.Thread(target=run, args=(k,)) for k in kernels]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not errors
+        for k in kernels:
+            kinds = [r.kind for r in k.reports]
+            assert kinds.count("slab-out-of-bounds") == 50
+            assert kinds.count("global-out-of-bounds") == 50
+            assert len(kinds) == 100
+    finally:
+        for k in kernels:
+            k.close()
