@@ -8,6 +8,11 @@ Two artefacts come out of csrc/:
   libpython.  It lives in ``lib/`` (no ``__init__.py``) so that pkgutil/pydoc
   do not take it for an extension module ``odebug.libodebug`` (which fails to
   import).
+* ``odebug/lib/libodebug_kasan_rt.so``: the KASAN runtime of users' instrumented C
+  code (csrc/cc/, ``odebug.cc``): the compiler's ``__asan_*`` callbacks over
+  libodebug.so.  A library of its own so that libodebug.so never defines
+  ``__asan_*`` (gcc's libasan, preloaded in sanitizer builds, does); never built
+  with a sanitizer itself.
 * ``odebug._core``: the thin CPython binding (csrc/python/), linked against
   libodebug.so through an ``$ORIGIN/lib`` RUNPATH, so there is one copy of the core.
 
@@ -68,6 +73,10 @@ class SharedLib(Extension):
     """Marker: build as a plain shared library named lib<name>.so."""
 
 
+class RuntimeLib(SharedLib):
+    """A plain shared library over libodebug.so (found beside it: $ORIGIN)."""
+
+
 class odebug_build_ext(build_ext):
     def run(self):
         # A variant switch (ODEBUG_SANITIZE, ODEBUG_DEBUG, ...) changes only flags,
@@ -118,7 +127,7 @@ class odebug_build_ext(build_ext):
             if cmd:
                 setattr(self.compiler, attr,
                         [w for w in cmd if not w.startswith(("-Wl,-rpath,", "-Wl,-R"))])
-        if not isinstance(ext, SharedLib):
+        if not isinstance(ext, SharedLib) or isinstance(ext, RuntimeLib):
             libdir = os.path.dirname(self.get_ext_fullpath(core.name))
             ext.library_dirs = [libdir]
         super().build_extension(ext)
@@ -139,6 +148,19 @@ core = SharedLib(
     extra_compile_args=cflags + ["-fvisibility=hidden", "-DODB_BUILDING"],
     extra_link_args=ldflags + ["-Wl,-soname,libodebug.so"],
 )
+rt_cflags = [f for f in cflags if not f.startswith("-fsanitize")]
+if "-O1" in rt_cflags and "-O2" not in rt_cflags:
+    rt_cflags = [f for f in rt_cflags if f != "-O1"] + ["-O2"]
+kasan_rt = RuntimeLib(
+    "odebug.lib.odebug_kasan_rt",   # odebug/lib/libodebug_kasan_rt.so
+    sources=sorted(glob.glob(rel("csrc", "cc", "*.c"))),
+    include_dirs=[rel("csrc", "include")],
+    depends=all_headers(),
+    libraries=[":libodebug.so"],
+    runtime_library_dirs=["$ORIGIN"],
+    extra_compile_args=rt_cflags + ["-fvisibility=hidden"],
+    extra_link_args=["-pthread", "-Wl,-soname,libodebug_kasan_rt.so"],
+)
 binding = Extension(
     "odebug._core",
     sources=sorted(glob.glob(rel("csrc", "python", "*.c"))),
@@ -150,4 +172,4 @@ binding = Extension(
     extra_link_args=ldflags,
 )
 
-setup(ext_modules=[core, binding], cmdclass={"build_ext": odebug_build_ext})
+setup(ext_modules=[core, kasan_rt, binding], cmdclass={"build_ext": odebug_build_ext})

@@ -2,6 +2,7 @@
 
   python -m odebug reproduce [debugobjects|quarantine|slub|all] [--quick] [--json FILE] [--runs N]
   python -m odebug bench [slab|python|quarantine|debugobjects|races|all] [options]
+  python -m odebug cc -- gcc file.c -o prog   (odebug.cc's flags added)
 
 ``--help`` at any level prints the usage and runs nothing.
 """
@@ -21,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The Linux kernel's memory debuggers (SLUB debug, KASAN quarantine, "
                     "debugobjects) in user space: reproduce the seeds' numbers, run the "
                     "benchmarks.")
-    sub = parser.add_subparsers(dest="command", metavar="{reproduce,bench}")
+    sub = parser.add_subparsers(dest="command", metavar="{reproduce,bench,cc}")
 
     rp = sub.add_parser("reproduce", help="every seed's published numbers beside measured ones",
                         description=reproduce.description(), epilog=reproduce.EPILOG)
@@ -69,11 +70,25 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_races_arguments(rr)
     rr.set_defaults(func=bench.run_races)
 
+    cp = sub.add_parser(
+        "cc", help="compile C with KASAN instrumentation for odebug (odebug.cc)",
+        description="Run a C compiler with odebug.cc's flags: cflags() after the compiler's "
+                    "name, ldflags() at the end (unless -c/-S/-E). Example: "
+                    "python -m odebug cc -- gcc -O1 -shared -fPIC work.c -o libwork.so")
+    cp.add_argument("compiler_args", nargs=argparse.REMAINDER, metavar="-- COMPILER ARGS",
+                    help="the compiler and its arguments, after --")
+    cp.set_defaults(func=_run_cc)
+
     ap = bsub.add_parser("all", help="every benchmark on its defaults",
                          description="Every benchmark on its defaults: quarantine, python, "
                                      "slab, races, debugobjects.")
     ap.set_defaults(func=bench.run_all)
     return parser
+
+
+def _run_cc(a: argparse.Namespace) -> int:
+    from . import cc
+    return cc.main(a.compiler_args)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

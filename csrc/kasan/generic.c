@@ -280,6 +280,23 @@ int odb_kasan_check_write(odb_kernel *k, odb_addr_t addr, size_t size)
 	return check_only(k, addr, size, true, (unsigned long)__builtin_return_address(0));
 }
 
+int odb_kasan_check_ip(odb_kernel *k, odb_addr_t addr, size_t size, bool is_write,
+		       unsigned long ip, bool *ok)
+{
+	bool good = true;
+	unsigned long outer;
+	ENTER(k);
+	if (kasan_enabled(k)) {
+		outer = t_->cc_ip;
+		t_->cc_ip = ip;
+		good = kasan_check_range(k, addr, size, is_write, ip);
+		t_->cc_ip = outer;
+	}
+	if (ok)
+		*ok = good;
+	LEAVE(ODB_OK);
+}
+
 int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok)
 {
 	ENTER(k);

@@ -87,6 +87,8 @@ struct kasan_report_info {
 	size_t alloc_size;
 	struct kasan_track alloc_track, free_track;
 	uint32_t here;                /* stack of the bad access */
+	const struct odb_kasan_foreign *foreign;   /* odb_kasan_report_foreign */
+	bool from_ip;                 /* an instrumented access: "in <ip's function>" */
 };
 
 static void print_track(struct odb_kernel *k, struct odb_report_impl *r,
@@ -219,6 +221,18 @@ static void print_address_description(struct odb_kernel *k, struct odb_report_im
 		describe_object(k, r, info);
 		report_line(r, "%s", "");
 	}
+	if (info->foreign && info->foreign->description && *info->foreign->description) {
+		const char *p = info->foreign->description;
+
+		while (*p) {
+			const char *e = strchr(p, '\n');
+			int n = e ? (int)(e - p) : (int)strlen(p);
+
+			report_line(r, "%.*s", n, p);
+			p += n + (e ? 1 : 0);
+		}
+		report_line(r, "%s", "");
+	}
 	if (odb_in_arena(k, info->access_addr, 1)) {
 		report_line(r, "The buggy address belongs to the physical page:");
 		dump_page(k, r, info->access_addr);
@@ -259,6 +273,32 @@ void print_memory_metadata(struct odb_kernel *k, struct odb_report_impl *r, odb_
 	}
 }
 
+static void print_foreign_metadata(struct odb_report_impl *r, const struct odb_kasan_foreign *f)
+{
+	uint64_t row = ALIGN_DOWN(f->first_bad, (uint64_t)META_MEM_BYTES_PER_ROW) -
+		       META_ROWS_AROUND_ADDR * META_MEM_BYTES_PER_ROW;
+
+	report_line(r, "Memory state around the buggy address:");
+	for (int i = -META_ROWS_AROUND_ADDR; i <= META_ROWS_AROUND_ADDR; i++) {
+		char line[128];
+		int n = snprintf(line, sizeof(line), "%c%016llx:", i == 0 ? '>' : ' ',
+				 (unsigned long long)row);
+
+		for (int j = 0; j < META_BLOCKS_PER_ROW; j++) {
+			int v = f->shadow_byte(f->ctx, row + (uint64_t)j * KASAN_GRANULE_SIZE);
+			if (v >= 0)
+				n += snprintf(line + n, sizeof(line) - (size_t)n, " %02x", v & 0xff);
+			else
+				n += snprintf(line + n, sizeof(line) - (size_t)n, " ??");
+		}
+		report_line(r, "%s", line);
+		if (i == 0)
+			report_line(r, "%*s^", 3 + 2 * (int)sizeof(long) +
+				    3 * (int)((f->first_bad - row) / KASAN_GRANULE_SIZE), "");
+		row += META_MEM_BYTES_PER_ROW;
+	}
+}
+
 /* ---- report control ---------------------------------------------------------------------- */
 static bool report_enabled(struct kasan_state *ks)
 {
@@ -290,7 +330,7 @@ static void symbol_of(struct odb_kernel *k, struct kasan_report_info *info, char
 	char py[256];
 
 	stack_depot_py(k, info->here, py, sizeof(py));
-	if (py[0])
+	if (py[0] && !info->from_ip)
 		snprintf(buf, len, "%s", py);
 	else
 		odb_symbolise(k, (const void *)info->ip, buf, len);
@@ -318,15 +358,26 @@ static void make_report(struct odb_kernel *k, struct kasan_report_info *info)
 		return;
 	}
 	pthread_mutex_lock(&ks->report_lock);
-	info->here = stack_depot_save_current(k, 3);
-	info->first_bad_addr = info->type == KASAN_REPORT_ACCESS ?
-		kasan_find_first_bad_addr(k, info->access_addr, info->access_size) : info->access_addr;
-	if (info->type == KASAN_REPORT_ACCESS)
+	if (t && t->cc_ip && t->cc_ip == info->ip) {
+		info->from_ip = true;
+		info->here = stack_depot_save_from(k, info->ip, 3);
+	} else {
+		info->here = stack_depot_save_current(k, 3);
+	}
+	if (info->foreign)
+		info->first_bad_addr = info->foreign->first_bad;
+	else
+		info->first_bad_addr = info->type == KASAN_REPORT_ACCESS ?
+			kasan_find_first_bad_addr(k, info->access_addr, info->access_size) :
+			info->access_addr;
+	if (info->foreign)
+		info->bug_type = info->foreign->bug_type;
+	else if (info->type == KASAN_REPORT_ACCESS)
 		info->bug_type = kasan_bug_type(k, info->access_addr, info->access_size,
 						info->first_bad_addr);
 	else
 		info->bug_type = info->type == KASAN_REPORT_DOUBLE_FREE ? "double-free" : "invalid-free";
-	if (info->access_addr + info->access_size >= info->access_addr)
+	if (!info->foreign && info->access_addr + info->access_size >= info->access_addr)
 		complete_report_info(k, info);
 	r = report_new(k, "kasan", info->bug_type);
 	if (!r) {
@@ -349,8 +400,12 @@ static void make_report(struct odb_kernel *k, struct kasan_report_info *info)
 			    (unsigned long long)info->access_addr, t ? t->comm : "?", t ? t->pid : 0);
 	report_line(r, "%s", "");
 	print_address_description(k, r, info);
-	if (odb_in_arena(k, info->access_addr, 1) && odb_in_arena(k, info->first_bad_addr, 1))
+	if (info->foreign) {
+		if (info->foreign->shadow_byte)
+			print_foreign_metadata(r, info->foreign);
+	} else if (odb_in_arena(k, info->access_addr, 1) && odb_in_arena(k, info->first_bad_addr, 1)) {
 		print_memory_metadata(k, r, info->first_bad_addr);
+	}
 	report_line(r, SEP66);
 	r->pub.addr = info->access_addr;
 	if (info->type == KASAN_REPORT_ACCESS) {
@@ -396,4 +451,28 @@ void kasan_report_invalid_free(struct odb_kernel *k, odb_addr_t ptr, unsigned lo
 	struct kasan_report_info info = { .type = type, .access_addr = ptr, .ip = ip };
 
 	make_report(k, &info);
+}
+
+/* ---- reports about memory outside the arena, with the caller's shadow ----------------------- */
+#define ENTER(k) struct odb_task *t_ = odb_enter(k); if (!t_) return odb_enter_failed(k)
+#define LEAVE(r) return odb_leave(t_, (r))
+
+int odb_kasan_report_foreign(odb_kernel *k, uint64_t addr, size_t size, bool is_write,
+			     unsigned long ip, const struct odb_kasan_foreign *f)
+{
+	struct kasan_report_info info = {
+		.type = KASAN_REPORT_ACCESS, .access_addr = addr, .access_size = size,
+		.is_write = is_write, .ip = ip, .foreign = f,
+	};
+	unsigned long outer;
+	ENTER(k);
+	if (!f || !f->bug_type || !*f->bug_type)
+		LEAVE(odb_err(k, ODB_EINVAL, "odb_kasan_report_foreign: no bug type"));
+	if (!kasan_enabled(k))
+		LEAVE(ODB_OK);
+	outer = t_->cc_ip;
+	t_->cc_ip = ip;
+	make_report(k, &info);
+	t_->cc_ip = outer;
+	LEAVE(ODB_OK);
 }

@@ -816,6 +816,7 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	mutex_init(&k->advance_lock);
 	odb_rwsem_init(&k->cpu_hotplug_lock);
 	pthread_mutex_init(&k->reports_lock, NULL);
+	pthread_mutex_init(&k->destroy_hooks_lock, NULL);
 	spin_lock_init(&k->rng_lock);
 	odb_rng_seed(&k->rng, cfg->seed);
 	k->boot_host_ns = odb_host_ns();
@@ -941,12 +942,70 @@ static void *deferred_destroy(void *arg)
 	return NULL;
 }
 
+struct odb_destroy_hook {
+	struct odb_destroy_hook *next;
+	odb_destroy_fn fn;
+	void *ctx;
+};
+
+int odb_kernel_on_destroy(odb_kernel *k, odb_destroy_fn fn, void *ctx)
+{
+	struct odb_destroy_hook *h;
+
+	if (!fn)
+		return odb_err(k, ODB_EINVAL, "odb_kernel_on_destroy: fn is NULL");
+	h = malloc(sizeof(*h));
+	if (!h)
+		return odb_err(k, ODB_ENOMEM, "odb_kernel_on_destroy: out of memory");
+	h->fn = fn;
+	h->ctx = ctx;
+	pthread_mutex_lock(&k->destroy_hooks_lock);
+	h->next = k->destroy_hooks;
+	k->destroy_hooks = h;
+	pthread_mutex_unlock(&k->destroy_hooks_lock);
+	return ODB_OK;
+}
+
+int odb_kernel_on_destroy_remove(odb_kernel *k, odb_destroy_fn fn, void *ctx)
+{
+	struct odb_destroy_hook **pp, *h = NULL;
+
+	pthread_mutex_lock(&k->destroy_hooks_lock);
+	for (pp = &k->destroy_hooks; *pp; pp = &(*pp)->next)
+		if ((*pp)->fn == fn && (*pp)->ctx == ctx) {
+			h = *pp;
+			*pp = h->next;
+			break;
+		}
+	pthread_mutex_unlock(&k->destroy_hooks_lock);
+	free(h);
+	return h ? ODB_OK : ODB_ENOENT;
+}
+
+/* The hooks run without the lock (one may call odb_kernel_on_destroy_remove). */
+static void run_destroy_hooks(odb_kernel *k)
+{
+	struct odb_destroy_hook *h;
+
+	pthread_mutex_lock(&k->destroy_hooks_lock);
+	h = k->destroy_hooks;
+	k->destroy_hooks = NULL;
+	pthread_mutex_unlock(&k->destroy_hooks_lock);
+	while (h) {
+		struct odb_destroy_hook *next = h->next;
+		h->fn(k, h->ctx);
+		free(h);
+		h = next;
+	}
+}
+
 void odb_kernel_destroy(odb_kernel *k)
 {
 	struct list_head *pos, *n;
 
 	if (!k)
 		return;
+	run_destroy_hooks(k);
 	atomic_store(&k->closed, true);
 	if (unlikely(odb_sched_on(k)) && odb_sched_wedged(k)) {
 		/* Tasks of a controlled run that ended in a deadlock or a stall still
@@ -1001,6 +1060,7 @@ void odb_kernel_destroy(odb_kernel *k)
 	free(k->cpus);
 	spin_lock_destroy(&k->rng_lock);
 	pthread_mutex_destroy(&k->reports_lock);
+	pthread_mutex_destroy(&k->destroy_hooks_lock);
 	mutex_destroy(&k->advance_lock);
 	odb_rwsem_destroy(&k->cpu_hotplug_lock);
 	pthread_mutex_destroy(&k->tasks_lock);

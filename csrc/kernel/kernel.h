@@ -257,6 +257,10 @@ struct odb_task {
 	struct odb_stask *st;         /* its task of the controlled scheduler (kernel/sched.c), or NULL */
 	unsigned int nocb;            /* slab_mutex / srcu read sections held (odb_task_atomic) */
 	struct odb_deferred *deferred, **deferred_tail;   /* callbacks waiting for no lock held */
+	/* odb_kasan_check_ip / odb_kasan_report_foreign: the instrumented caller's
+	 * return address while its check runs (a report's stack and "in <function>"
+	 * start there), 0 otherwise */
+	unsigned long cc_ip;
 	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
 	struct odb_task_slot own_slot;
 };
@@ -706,6 +710,10 @@ void odb_check_panic_on_warn(struct odb_kernel *k, const struct odb_report *r);
 /* ---- stack depot ---------------------------------------------------------------- */
 #define ODB_STACK_DEPTH 16
 uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip);
+/* The calling context from the frame that returns to ip (an instrumented C
+ * function calling a KASAN callback) outwards, while the frames stay in ip's
+ * module; stack_depot_save_current(k, skip) if ip is not on the frame chain. */
+uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned int skip);
 /* dump_stack(): "CPU: ... Comm: ..." + "Call Trace:" + the current stack. */
 void dump_stack(struct odb_kernel *k);
 /* Print each frame of handle as " name+0xoff/0xsize" into r. */
@@ -820,6 +828,9 @@ struct odb_kernel {
 	odb_frame_hook frame_hook;
 	void *frame_hook_ctx;
 	odb_poll_hook poll_hook;          /* odb_poll(): interruption of long calls */
+	/* odb_kernel_on_destroy(): called first thing in odb_kernel_destroy */
+	pthread_mutex_t destroy_hooks_lock;
+	struct odb_destroy_hook *destroy_hooks;
 	void *poll_hook_ctx;
 
 	/* rooms (filled by later subsystems) */

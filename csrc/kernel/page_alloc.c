@@ -311,6 +311,15 @@ void *odb_host_ptr(odb_kernel *k, odb_addr_t addr, size_t len)
 	return virt_to_host(k, addr);
 }
 
+odb_addr_t odb_virt_addr(odb_kernel *k, const void *p)
+{
+	const char *c = p;
+
+	if (!k->ram || !c || c < k->ram || (uint64_t)(c - k->ram) >= k->ram_bytes)
+		return 0;
+	return host_to_virt(k, c);
+}
+
 int odb_alloc_pages(odb_kernel *k, unsigned int gfp, unsigned int order, odb_addr_t *addr)
 {
 	struct odb_task *t = odb_enter(k);

@@ -212,6 +212,61 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 	return depot_save(k, raw + from, cnt, have_py ? py : NULL);
 }
 
+/*
+ * From an instrumented function outwards: walk the frame-pointer chain (the
+ * KASAN runtime and the instrumented code are built with frame pointers)
+ * until the frame returning to ip, keep it and its callers while they lie in
+ * ip's module (the user's program or library; the interpreter's or libffi's
+ * frames beyond it are not walked).
+ */
+uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned int skip)
+{
+	void *raw[DEPOT_RAW_FRAMES];
+	void **fp = __builtin_frame_address(0);
+	char py[256];
+	bool have_py = false, found = false;
+	Dl_info di;
+	void *base = NULL;
+	unsigned int n = 0;
+
+	struct odb_task *t = odb_current(k);
+	uintptr_t lo = t ? t->stack_lo : 0, hi = t ? t->stack_hi : 0;
+
+	if (dladdr((void *)ip, &di))
+		base = di.dli_fbase;
+	for (int i = 0; fp && i < 64 && n < DEPOT_RAW_FRAMES; i++) {
+		void *ret, **next;
+
+		/* code built without frame pointers leaves anything in rbp: read
+		 * only frames inside this thread's stack */
+		if (!hi || (uintptr_t)fp < lo || (uintptr_t)fp + 2 * sizeof(void *) > hi)
+			break;
+		ret = fp[1];
+		next = fp[0];
+
+		if (!found && (unsigned long)ret == ip)
+			found = true;
+		if (found) {
+			Dl_info d2;
+			if (n && (!dladdr(ret, &d2) || d2.dli_fbase != base))
+				break;
+			raw[n++] = ret;
+			if (n >= ODB_STACK_DEPTH)
+				break;
+		}
+		if (next <= fp || (uintptr_t)next - (uintptr_t)fp > (1u << 20))
+			break;
+		fp = next;
+	}
+	if (!found)
+		return stack_depot_save_current(k, skip + 1);
+	if (k->frame_hook) {
+		py[0] = '\0';
+		have_py = k->frame_hook(k->frame_hook_ctx, py, sizeof(py)) && py[0];
+	}
+	return depot_save(k, raw, n, have_py ? py : NULL);
+}
+
 uint32_t odb_stack_save(odb_kernel *k, unsigned int skip)
 {
 	return stack_depot_save_current(k, skip + 1);

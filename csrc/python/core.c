@@ -542,6 +542,16 @@ static PyObject *Kernel_get_closed(KernelObject *self, void *c)
 	return odb_py_checked(PyBool_FromLong(!self->k || odb_kernel_closed(self->k)));
 }
 
+/* The odb_kernel * for C code (odebug.cc: instrumented libraries, cffi). */
+static PyObject *Kernel_get_c_pointer(KernelObject *self, void *c)
+{
+	if (!self->k || odb_kernel_closed(self->k)) {
+		PyErr_SetString(self->st->ClosedError, "the kernel is closed");
+		return NULL;
+	}
+	return PyLong_FromVoidPtr(self->k);
+}
+
 static PyObject *Kernel_bind_cpu(KernelObject *self, PyObject *arg)
 {
 	int cpu, old = -1, ret;
@@ -1156,6 +1166,8 @@ static PyMethodDef Kernel_methods[] = {
 
 static PyGetSetDef Kernel_getset[] = {
 	{ "closed", (getter)Kernel_get_closed, NULL, NULL, NULL },
+	{ "c_pointer", (getter)Kernel_get_c_pointer, NULL,
+	  "The kernel's odb_kernel * as an int, for C code called from Python (valid while the kernel is open).", NULL },
 	{ "hz", (getter)Kernel_get_hz, NULL, NULL, NULL },
 	{ "jiffies", (getter)Kernel_get_jiffies, NULL, NULL, NULL },
 	{ "now_ns", (getter)Kernel_get_now_ns, NULL, NULL, NULL },

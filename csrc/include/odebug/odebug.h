@@ -107,6 +107,14 @@ ODB_API bool odb_kernel_closed(odb_kernel *k);
 /* Close (if needed) and free everything.  Last call on k. */
 ODB_API void odb_kernel_destroy(odb_kernel *k);
 
+/* Destroy notifiers: fn(k, ctx) runs first thing in odb_kernel_destroy (in
+ * the destroying thread, no odebug lock held), so that something keeping k's
+ * pointer (the KASAN runtime of instrumented C code, odebug.cc) can forget it.
+ * ODB_ENOMEM; _remove: ODB_ENOENT if (fn, ctx) was not registered. */
+typedef void (*odb_destroy_fn)(odb_kernel *k, void *ctx);
+ODB_API int odb_kernel_on_destroy(odb_kernel *k, odb_destroy_fn fn, void *ctx);
+ODB_API int odb_kernel_on_destroy_remove(odb_kernel *k, odb_destroy_fn fn, void *ctx);
+
 /* The calling thread's message for its last failed call on k ("" if none). */
 ODB_API const char *odb_strerror(odb_kernel *k);
 
@@ -303,6 +311,9 @@ ODB_API int odb_free_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
 /* Host pointer for [addr, addr+len) if it lies inside the arena, else NULL.
  * Unchecked: no KASAN, for deliberate stray writes. */
 ODB_API void *odb_host_ptr(odb_kernel *k, odb_addr_t addr, size_t len);
+/* The inverse of odb_host_ptr: the arena address of host pointer p, or 0 if p
+ * is not inside the arena. */
+ODB_API odb_addr_t odb_virt_addr(odb_kernel *k, const void *p);
 ODB_API odb_addr_t odb_arena_start(odb_kernel *k);
 ODB_API odb_addr_t odb_arena_end(odb_kernel *k);
 
@@ -565,6 +576,31 @@ ODB_API int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, 
 ODB_API bool odb_kasan_enabled(odb_kernel *k);
 ODB_API int odb_kasan_check_read(odb_kernel *k, odb_addr_t addr, size_t size);
 ODB_API int odb_kasan_check_write(odb_kernel *k, odb_addr_t addr, size_t size);
+/* The check of an instrumented access (the KASAN runtime's __asan_load* /
+ * __asan_store* of code built with odebug.cc's flags): as odb_kasan_check_read
+ * / _write, with ip the instrumented function's return address (the callback's
+ * __builtin_return_address(0)): a report says "in <that function>" and its
+ * stack starts at that function.  *ok (may be NULL): false if the access was
+ * bad (reported or, single shot, counted). */
+ODB_API int odb_kasan_check_ip(odb_kernel *k, odb_addr_t addr, size_t size, bool is_write,
+			       unsigned long ip, bool *ok);
+/* A KASAN report about memory outside the arena that the caller keeps its own
+ * shadow for (the runtime's registered globals): the kernel's report
+ * machinery (single/multi shot, dmesg, k.reports, kasan.fault, panic_on_warn)
+ * with the caller's bug type and description lines (e.g. "The buggy address
+ * belongs to the variable:\n name+0x28/0x40 [module]"), and a "Memory state
+ * around the buggy address" dump from shadow_byte(ctx, granule address)
+ * (-1: not known, printed "??"; NULL: no dump).  first_bad: the first bad
+ * byte of the access.  Addresses are host addresses, printed as they are. */
+struct odb_kasan_foreign {
+	const char *bug_type;
+	const char *description;
+	uint64_t first_bad;
+	int (*shadow_byte)(void *ctx, uint64_t granule);
+	void *ctx;
+};
+ODB_API int odb_kasan_report_foreign(odb_kernel *k, uint64_t addr, size_t size, bool is_write,
+				     unsigned long ip, const struct odb_kasan_foreign *f);
 /* kasan_check_byte(): *ok false (after a report) if the byte is not accessible */
 ODB_API int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok);
 ODB_API int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n);
