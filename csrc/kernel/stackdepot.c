@@ -6,6 +6,15 @@
  * as "file:line:function".  Stacks are hashed and kept forever, as the
  * kernel's depot keeps them; a handle is the record index + 1 (0 = none).
  *
+ * Saving a stack the depot already holds takes no lock, as the kernel's
+ * stack_depot_save finds existing stacks locklessly: records are immutable
+ * once published and never freed while the kernel lives, a bucket is a chain
+ * of record pointers whose head is published with a release store after the
+ * record is complete, and readers walk it with acquire loads.  Only an insertion
+ * takes the depot lock (and walks the bucket again under it, so two threads
+ * saving the same new stack get one record).  Handle -> record look-ups (for
+ * printing) take the lock: the handle table may be reallocated by an insertion.
+ *
  * Printing symbolises like %pS ("name+0xoff/0xsize"): libodebug's own
  * functions are hidden from the dynamic symbol table, so the depot reads the
  * ELF .symtab of each module it meets once (per kernel) and falls back to
@@ -29,7 +38,8 @@
 
 struct stack_record {
 	uint32_t hash;
-	uint32_t next;             /* chain: handle of the next record, 0 = end */
+	uint32_t handle;           /* index + 1 */
+	struct stack_record *next; /* bucket chain; immutable once published */
 	uint16_t nr;
 	char *py;                  /* Python caller or NULL */
 	void *entries[ODB_STACK_DEPTH];
@@ -47,8 +57,8 @@ struct elf_module {
 
 struct odb_depot {
 	pthread_mutex_t lock;
-	uint32_t buckets[1u << DEPOT_HASH_BITS];
-	struct stack_record **recs;
+	struct stack_record *_Atomic buckets[1u << DEPOT_HASH_BITS];
+	struct stack_record **recs;   /* handle - 1 -> record, under lock */
 	size_t nr, cap;
 	struct elf_module *mods;
 	size_t nmods;
@@ -111,34 +121,73 @@ void odb_depot_exit(struct odb_kernel *k)
 	k->depot = NULL;
 }
 
-/* FNV-1a over the frames and the Python location (own choice of hash). */
+/*
+ * The bucket hash (own choice): the frames are words, so it mixes a word at a
+ * time (multiply by a 64-bit odd constant, fold the high half down), and the
+ * Python location 8 bytes at a time with a zero-padded last word.  Only
+ * bucketing and a quick reject depend on it: handles are insertion indices.
+ */
+static inline uint64_t depot_mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
 static uint32_t stack_hash(void *const *e, unsigned int n, const char *py)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-	const unsigned char *p = (const unsigned char *)e;
+	uint64_t h = 0xcbf29ce484222325ULL ^ n;
 
-	for (size_t i = 0; i < n * sizeof(void *); i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	if (py)
-		for (; *py; py++)
-			h = (h ^ (unsigned char)*py) * 0x100000001b3ULL;
+	for (unsigned int i = 0; i < n; i++)
+		h = depot_mix(h, (uint64_t)(uintptr_t)e[i]);
+	if (py) {
+		size_t len = strlen(py), i;
+		uint64_t w;
+
+		for (i = 0; i + 8 <= len; i += 8) {
+			memcpy(&w, py + i, 8);
+			h = depot_mix(h, w);
+		}
+		w = 0;
+		memcpy(&w, py + i, len - i);
+		h = depot_mix(h, w ^ ((uint64_t)len << 56) ^ 1);
+	}
 	return (uint32_t)(h ^ (h >> 32));
+}
+
+static bool record_matches(const struct stack_record *r, uint32_t h, void *const *e,
+			   unsigned int n, const char *py)
+{
+	return r->hash == h && r->nr == n && !memcmp(r->entries, e, n * sizeof(void *)) &&
+	       ((!r->py && !py) || (r->py && py && !strcmp(r->py, py)));
+}
+
+static struct stack_record *bucket_find(struct stack_record *r, uint32_t h, void *const *e,
+					unsigned int n, const char *py)
+{
+	for (; r; r = r->next)
+		if (record_matches(r, h, e, n, py))
+			return r;
+	return NULL;
 }
 
 static uint32_t depot_save(struct odb_kernel *k, void *const *e, unsigned int n, const char *py)
 {
 	struct odb_depot *d = k->depot;
-	uint32_t h = stack_hash(e, n, py), b = h & ((1u << DEPOT_HASH_BITS) - 1), i, handle = 0;
-	struct stack_record *r;
+	uint32_t h = stack_hash(e, n, py), b = h & ((1u << DEPOT_HASH_BITS) - 1), handle = 0;
+	struct stack_record *r, *head;
+
+	/* lock-free: an existing stack (the common case) */
+	head = atomic_load_explicit(&d->buckets[b], memory_order_acquire);
+	r = bucket_find(head, h, e, n, py);
+	if (r)
+		return r->handle;
 
 	pthread_mutex_lock(&d->lock);
-	for (i = d->buckets[b]; i; i = d->recs[i - 1]->next) {
-		r = d->recs[i - 1];
-		if (r->hash == h && r->nr == n && !memcmp(r->entries, e, n * sizeof(void *)) &&
-		    ((!r->py && !py) || (r->py && py && !strcmp(r->py, py)))) {
-			handle = i;
-			goto out;
-		}
+	head = atomic_load_explicit(&d->buckets[b], memory_order_relaxed);
+	r = bucket_find(head, h, e, n, py);   /* inserted meanwhile by another thread? */
+	if (r) {
+		handle = r->handle;
+		goto out;
 	}
 	if (d->nr == d->cap) {
 		size_t ncap = d->cap ? d->cap * 2 : 1024;
@@ -151,14 +200,20 @@ static uint32_t depot_save(struct odb_kernel *k, void *const *e, unsigned int n,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		goto out;
+	r->py = py ? strdup(py) : NULL;
+	if (py && !r->py) {
+		free(r);
+		goto out;
+	}
 	r->hash = h;
 	r->nr = (uint16_t)n;
 	memcpy(r->entries, e, n * sizeof(void *));
-	r->py = py ? strdup(py) : NULL;
-	r->next = d->buckets[b];
+	r->next = head;
 	d->recs[d->nr++] = r;
 	handle = (uint32_t)d->nr;
-	d->buckets[b] = handle;
+	r->handle = handle;
+	/* publish: the record's contents happen-before any reader that sees it */
+	atomic_store_explicit(&d->buckets[b], r, memory_order_release);
 out:
 	pthread_mutex_unlock(&d->lock);
 	return handle;
