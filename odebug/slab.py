@@ -175,9 +175,13 @@ class Cache:
         self._c.flush()
 
     def destroy(self) -> None:
-        """kmem_cache_destroy(); leaked objects are reported."""
+        """kmem_cache_destroy(); leaked objects are reported.  A second destroy
+        is the kernel's KASAN report on the freed descriptor (slab-use-after-free,
+        cache ``kmem_cache``); StateError with KASAN off."""
         self._c.destroy()
-        self._kernel._forget_cache(self.name)
+        reg = self._kernel._cache_registry()
+        if reg.get(self.name) is self:
+            del reg[self.name]
 
     @overload
     def stats(self, per_cpu: Literal[False] = False) -> Dict[str, int]: ...

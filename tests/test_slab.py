@@ -676,3 +676,35 @@ def test_flush_all_discards_slabs_with_debug_objects_on():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok")
+
+
+def test_destroy_twice_is_a_kasan_report_on_the_freed_descriptor():
+    """Issue 17: a cache descriptor is an object of the "kmem_cache" cache in
+    the arena; the first destroy frees it, so the second destroy's
+    kasan_check_byte() reports slab-use-after-free (as the kernel does) and
+    the kernel carries on.  The host descriptor is a tombstone (ASan: clean)."""
+    with odebug.Kernel("no_debug_objects kasan_multi_shot", ram="32M") as k:
+        info = {d["name"]: d for d in k.slabinfo()}
+        assert k.cache("kmem_cache").object_size == 256
+        assert info["kmem_cache"]["num_objs"] > 0
+        c = k.kmem_cache_create("twice", 64)
+        p = c.alloc()
+        c.free(p)
+        c.destroy()
+        assert c.destroyed and not k.reports
+        with k.expect_report("slab-use-after-free") as rep:
+            c.destroy()
+        r = rep.reports[0]
+        assert r.cache == "kmem_cache" and r.size == 1 and not r.is_write
+        assert "kmem_cache_destroy" in r.text and "Freed by task" in r.text
+        with pytest.raises(odebug.Error, match="destroyed"):
+            c.alloc()
+        c2 = k.kmem_cache_create("twice", 64)       # the kernel is intact
+        with k.expect_report("slab-use-after-free", count=1):
+            c.destroy()                             # still the old descriptor
+        assert k.cache("twice") is c2
+        q = c2.alloc()
+        c2.free(q)
+        c2.destroy()
+        with pytest.raises(odebug.Error, match="never destroyed"):
+            k.cache("kmem_cache").destroy()

@@ -10,7 +10,8 @@
 typedef struct {
 	PyObject_HEAD
 	KernelObject *kernel;
-	odb_cache *s;             /* NULL once destroyed */
+	odb_cache *s;             /* kept once destroyed: the core keeps a tombstone */
+	bool dead;                /* destroy() returned: every call but destroy() refuses */
 	PyObject *ctor;           /* Python constructor or NULL */
 	PyObject *name;
 	/* binding calls on this cache in progress, on any thread (counted under
@@ -24,7 +25,7 @@ static core_state *cache_state(CacheObject *c) { return c->kernel->st; }
 
 #define CACHE_READY(c) \
 	do { \
-		if (!(c)->s) \
+		if (!(c)->s || (c)->dead) \
 			return PyErr_Format(cache_state(c)->StateError, "cache %U was destroyed", (c)->name), NULL; \
 		CHECK_OPEN((c)->kernel); \
 	} while (0)
@@ -57,6 +58,7 @@ static PyObject *new_cache(core_state *st, KernelObject *ko, odb_cache *s, PyObj
 		return NULL;
 	c->kernel = (KernelObject *)Py_NewRef(ko);
 	c->s = s;
+	c->dead = false;
 	c->busy = 0;
 	c->ctor = ctor ? Py_NewRef(ctor) : NULL;
 	odb_kmem_cache_info(ko->k, s, &info);
@@ -98,6 +100,7 @@ static PyObject *py_cache_create(PyObject *m, PyObject *args)
 		return NULL;
 	c->kernel = (KernelObject *)Py_NewRef(ko);
 	c->s = NULL;
+	c->dead = false;
 	c->busy = 0;
 	c->ctor = Py_NewRef(ctor);
 	c->name = PyUnicode_FromString(name);
@@ -469,7 +472,7 @@ static PyObject *Cache_free_bulk(CacheObject *c, PyObject *seq)
 
 	if (!fast)
 		return NULL;
-	if (!c->s || !c->kernel->k || odb_kernel_closed(c->kernel->k)) {
+	if (!c->s || c->dead || !c->kernel->k || odb_kernel_closed(c->kernel->k)) {
 		Py_DECREF(fast);
 		CACHE_READY(c);
 	}
@@ -535,12 +538,22 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 	odb_cache *s = c->s;
 	int ret;
 
+	if (s && c->dead) {
+		/* kmem_cache_destroy() again: the core's kasan_check_byte() on the
+		 * freed descriptor reports (slab-use-after-free); its host
+		 * descriptor is a tombstone until the kernel goes, so this is safe */
+		CHECK_OPEN(c->kernel);
+		ret = odb_kmem_cache_destroy(c->kernel->k, s);
+		if (ret)
+			return odb_raise(c->kernel, ret);
+		Py_RETURN_NONE;
+	}
 	CACHE_READY(c);
 	if (c->busy)
 		return PyErr_Format(cache_state(c)->StateError,
 				    "cache %U is in use by another call (another thread, or a callback "
 				    "of a call on it): destroy it when that call has returned", c->name), NULL;
-	c->s = NULL;
+	c->dead = true;
 	if (c->ctor) {
 		ret = odb_kmem_cache_destroy(c->kernel->k, s);
 	} else {
@@ -549,7 +562,7 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 		Py_END_ALLOW_THREADS
 	}
 	if (ret) {
-		c->s = s;   /* refused: the cache is still there */
+		c->dead = false;   /* refused: the cache is still there */
 		return odb_raise(c->kernel, ret);
 	}
 	Py_RETURN_NONE;
@@ -710,12 +723,12 @@ static PyObject *py_hackbench(PyObject *m, PyObject *args, PyObject *kw)
 			     "list_lock_contended", (unsigned long long)r.list_lock_contended));
 }
 
-static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL); }
+static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL || c->dead); }
 static PyObject *Cache_get_name(CacheObject *c, void *x) { return Py_NewRef(c->name); }
 
 static PyObject *Cache_repr(CacheObject *c)
 {
-	return PyUnicode_FromFormat("<odebug cache %U%s>", c->name, c->s ? "" : " (destroyed)");
+	return PyUnicode_FromFormat("<odebug cache %U%s>", c->name, c->s && !c->dead ? "" : " (destroyed)");
 }
 
 static int Cache_traverse(CacheObject *c, visitproc visit, void *arg)
@@ -741,9 +754,10 @@ static void Cache_dealloc(CacheObject *c)
 	/* A cache with a Python ctor keeps a pointer to this object: it cannot
 	 * outlive its Cache, so it is destroyed with it (a kernel teardown first
 	 * closes it through Kernel.close). */
-	if (c->ctor && c->s && c->kernel && c->kernel->k && !odb_kernel_closed(c->kernel->k)) {
+	if (c->ctor && c->s && !c->dead && c->kernel && c->kernel->k &&
+	    !odb_kernel_closed(c->kernel->k)) {
 		odb_kmem_cache_destroy(c->kernel->k, c->s);
-		c->s = NULL;
+		c->dead = true;
 	}
 	Cache_clear(c);
 	Py_XDECREF(c->name);

@@ -19,6 +19,8 @@ static int bad_cache(struct odb_kernel *k, odb_cache *s)
 		return odb_err(k, ODB_EINVAL, "no cache given");
 	if (s->k != k)
 		return odb_err(k, ODB_EINVAL, "cache %s belongs to another kernel", s->name);
+	if (s->destroyed)
+		return odb_err(k, ODB_ESTATE, "cache %s was destroyed", s->name);
 	return 0;
 }
 
@@ -101,6 +103,16 @@ int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s)
 	int r;
 	ENTER(k);
 
+	/* A second destroy: kmem_cache_destroy()'s kasan_check_byte() on the
+	 * freed descriptor reports (slab-use-after-free) and returns, as in the
+	 * kernel.  The host struct is a tombstone: no host memory is freed. */
+	if (s && s->k == k && s->destroyed) {
+		if (kasan_enabled(k) && !kasan_byte_accessible(k, host_to_virt(k, s->desc))) {
+			kmem_cache_destroy(k, s);
+			LEAVE(ODB_OK);
+		}
+		LEAVE(odb_err(k, ODB_ESTATE, "kmem_cache_destroy: cache %s was already destroyed", s->name));
+	}
 	if ((r = bad_cache(k, s)))
 		LEAVE(r);
 	/* The kernel never destroys its kmalloc caches, nor odebug its own

@@ -103,7 +103,12 @@ struct kmem_cache {
 	struct odb_kernel *k;
 	bool kmalloc;
 	bool internal;                      /* odebug's own (debug_objects_cache, a scenario's) */
-	bool destroyed;
+	bool destroyed;                     /* kmem_cache_destroy() ran: a tombstone (or a zombie) */
+	/* The cache's descriptor as the kernel sees it: an object of the
+	 * "kmem_cache" cache in the arena, freed by kmem_cache_destroy() (whose
+	 * kasan_check_byte() on it catches a second destroy).  This host struct
+	 * stays, as a tombstone, until the kernel goes. */
+	void *desc;
 	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
 	uintptr_t fp_ram;                   /* k->ram: freeptr_valid()'s arena offsets */
 	uintptr_t fp_mask;                  /* (PAGE_SIZE << order) - 1 */
@@ -140,6 +145,8 @@ struct odb_slab_state {
 	struct mutex slab_mutex;            /* slab_caches list, create/destroy */
 	struct list_head slab_caches;
 	struct list_head zombies;           /* destroyed with objects left: kept, as the kernel keeps them */
+	struct list_head dead;              /* destroyed: tombstones, freed with the kernel */
+	struct kmem_cache *kmem_cache;      /* the "kmem_cache" cache: every cache's descriptor */
 	struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
 	/* slub_debug= */
 	slab_flags_t slub_debug;            /* global flags */

@@ -447,7 +447,11 @@ ODB_API int odb_kmem_cache_create(odb_kernel *k, const char *name, unsigned int 
 				  unsigned int align, unsigned int flags, odb_ctor_fn ctor,
 				  void *ctor_ctx, odb_cache **out);
 /* kmem_cache_destroy: leaked objects are reported ("Objects remaining ...")
- * and their memory is reclaimed. */
+ * and their memory is reclaimed.  The cache's descriptor (an object of the
+ * "kmem_cache" cache in the arena) is freed; s stays a valid tombstone until
+ * the kernel is destroyed, so destroying it again is safe: with KASAN on, the
+ * kernel's kasan_check_byte() reports slab-use-after-free and ODB_OK is
+ * returned; otherwise ODB_ESTATE.  Every other call on it: ODB_ESTATE. */
 ODB_API int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s);
 ODB_API odb_cache *odb_kmem_cache_find(odb_kernel *k, const char *name);
 /* Up to max caches in creation order; returns the total number. */
