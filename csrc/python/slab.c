@@ -330,8 +330,36 @@ static PyObject *py_slab_object(PyObject *m, PyObject *args)
 		return NULL;
 	if (odb_slab_object(ko->k, a, &s, &obj))
 		Py_RETURN_NONE;
-	odb_kmem_cache_info(ko->k, s, &info);
+	if (odb_kmem_cache_info(ko->k, s, &info))
+		return odb_raise(ko, ODB_ESTATE);
 	return Py_BuildValue("(sK)", info.name, (unsigned long long)obj);
+}
+
+static PyObject *py_slab_kunit_begin(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, true);
+	int ret;
+
+	if (!ko)
+		return NULL;
+	ret = odb_slab_kunit_begin(ko->k);
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_slab_kunit_end(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, false);
+	unsigned long n = 0;
+	int ret;
+
+	if (!ko)
+		return NULL;
+	ret = odb_slab_kunit_end(ko->k, &n);
+	if (ret)
+		return odb_raise(ko, ret);
+	return odb_py_checked(PyLong_FromUnsignedLong(n));
 }
 
 static PyObject *py_slab_errors(PyObject *m, PyObject *kobj)
@@ -820,6 +848,8 @@ static PyMethodDef slab_functions[] = {
 	{ "slab_flags_letters", py_slab_flags_letters, METH_O, "slab_flags_letters($module, flags, /)\n--\n\nSLAB_* flags -> slub_debug letters." },
 	{ "slab_object", py_slab_object, METH_VARARGS, "slab_object($module, kernel, addr, /)\n--\n\n(cache name, object start) of a slab address, or None." },
 	{ "slub_stat_names", py_stat_names, METH_NOARGS, "slub_stat_names($module, /)\n--\n\nThe CONFIG_SLUB_STATS counter names." },
+	{ "slab_kunit_begin", py_slab_kunit_begin, METH_O, "slab_kunit_begin($module, kernel, /)\n--\n\nStart counting this thread's SLUB errors without printing them (slub_kunit's slab_errors resource)." },
+	{ "slab_kunit_end", py_slab_kunit_end, METH_O, "slab_kunit_end($module, kernel, /)\n--\n\nStop counting -> the SLUB errors counted since slab_kunit_begin." },
 	{ "slab_errors", py_slab_errors, METH_O, "slab_errors($module, kernel, /)\n--\n\nNumber of slab errors reported." },
 	{ "bench_malloc_pairs", py_bench_malloc, METH_VARARGS, "bench_malloc_pairs($module, size, n, batch=1, /)\n--\n\nns for n glibc malloc+free pairs." },
 	{ "hackbench", (PyCFunction)(void (*)(void))py_hackbench, METH_VARARGS | METH_KEYWORDS, "hackbench($module, /, kernel, groups=10, fds=20, loops=100, msg_size=100, queue_depth=0, processes=True, on_threads=False)\n--\n\nhackbench on the kernel's slab -> dict of results." },

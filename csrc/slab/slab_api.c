@@ -106,7 +106,7 @@ int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s)
 	/* A second destroy: kmem_cache_destroy()'s kasan_check_byte() on the
 	 * freed descriptor reports (slab-use-after-free) and returns, as in the
 	 * kernel.  The host struct is a tombstone: no host memory is freed. */
-	if (s && s->k == k && s->destroyed) {
+	if (s && s->k == k && (s->destroyed || s->zombie)) {
 		if (kasan_enabled(k) && !kasan_byte_accessible(k, host_to_virt(k, s->desc))) {
 			kmem_cache_destroy(k, s);
 			LEAVE(ODB_OK);
@@ -333,6 +333,33 @@ unsigned long odb_slab_errors(odb_kernel *k)
 {
 	struct odb_task *t = odb_current(k);
 	return t ? t->slab_errors : 0;
+}
+
+int odb_slab_kunit_begin(odb_kernel *k)
+{
+	struct odb_task *t;
+	ENTER(k);
+
+	t = t_;
+	if (t->slab_kunit)
+		LEAVE(odb_err(k, ODB_ESTATE, "slab errors are already being counted on this thread"));
+	t->slab_kunit_start = t->slab_errors;
+	t->slab_kunit = true;
+	LEAVE(ODB_OK);
+}
+
+int odb_slab_kunit_end(odb_kernel *k, unsigned long *errors)
+{
+	struct odb_task *t;
+	ENTER(k);
+
+	t = t_;
+	if (!t->slab_kunit)
+		LEAVE(odb_err(k, ODB_ESTATE, "slab errors are not being counted on this thread"));
+	t->slab_kunit = false;
+	if (errors)
+		*errors = t->slab_errors - t->slab_kunit_start;
+	LEAVE(ODB_OK);
 }
 
 int odb_kmem_cache_validate(odb_kernel *k, odb_cache *s, long *errors)

@@ -103,7 +103,8 @@ struct kmem_cache {
 	struct odb_kernel *k;
 	bool kmalloc;
 	bool internal;                      /* odebug's own (debug_objects_cache, a scenario's) */
-	bool destroyed;                     /* kmem_cache_destroy() ran: a tombstone (or a zombie) */
+	bool destroyed;                     /* kmem_cache_destroy() ran: a tombstone */
+	bool zombie;                        /* destroyed with objects left (kept with its slabs) */
 	/* The cache's descriptor as the kernel sees it: an object of the
 	 * "kmem_cache" cache in the arena, freed by kmem_cache_destroy() (whose
 	 * kasan_check_byte() on it catches a second destroy).  This host struct
@@ -128,6 +129,9 @@ struct kmem_cache {
 	int kasan_free_meta_offset;
 	unsigned int kasan_meta_size;
 };
+
+/* the arena stand-in of a struct kmem_cache (the "kmem_cache" cache's objects) */
+#define KMEM_CACHE_DESC_SIZE 256
 
 /* Per-kernel slab state (k->slab). */
 #define KMALLOC_SHIFT_LOW  3
@@ -452,6 +456,8 @@ void slub_debug_show(struct odb_kernel *k, char *buf, size_t len);
 void slub_debug_exit(struct odb_kernel *k);
 /* The KUnit counting rule: one per report, per FIX, per count mismatch. */
 void slab_add_kunit_errors(struct odb_kernel *k);
+/* slab_in_kunit_test(): the calling task is inside odb_slab_kunit_begin/end */
+bool slab_in_kunit_test(struct odb_kernel *k);
 
 /* allocator pieces slub_debug.c uses */
 void flush_all(struct kmem_cache *s);

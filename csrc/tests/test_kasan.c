@@ -215,8 +215,39 @@ static void test_destroy_twice(void)
 	odb_kernel_destroy(k);
 }
 
+/* slub_kunit's "slab_errors" resource: counted, not printed (issue 17) */
+static void test_slab_kunit_counting(void)
+{
+	odb_kernel *k = boot("kasan=off no_debug_objects", 1, 32 << 20);
+	odb_cache *s;
+	odb_addr_t p;
+	unsigned long n = 99;
+	long errors = -1;
+	uint8_t *h;
+
+	CHECK(k != NULL);
+	CHECK(odb_kmem_cache_create(k, "kunit_rz", 64, 0, SLAB_RED_ZONE | SLAB_NO_USER_FLAGS, NULL, NULL,
+				    &s) == ODB_OK);
+	CHECK(odb_kmem_cache_alloc(k, s, ODB_GFP_KERNEL, &p) == ODB_OK);
+	h = odb_host_ptr(k, p, 65);
+	CHECK(h != NULL);
+	h[64] = 0x12;
+	CHECK(odb_slab_kunit_end(k, &n) == ODB_ESTATE);
+	CHECK(odb_slab_kunit_begin(k) == ODB_OK);
+	CHECK(odb_slab_kunit_begin(k) == ODB_ESTATE);
+	CHECK(odb_kmem_cache_validate(k, s, &errors) == ODB_OK && errors == 2);
+	CHECK(odb_slab_kunit_end(k, &n) == ODB_OK && n == 2);
+	CHECK(odb_report_count(k) == 0);
+	h[64] = 0x12;
+	CHECK(odb_kmem_cache_validate(k, s, &errors) == ODB_OK && errors == 2 && odb_report_count(k) == 1);
+	CHECK(odb_kmem_cache_free(k, s, p) == ODB_OK);
+	CHECK(odb_kmem_cache_destroy(k, s) == ODB_OK);
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
+	test_slab_kunit_counting();
 	test_destroy_twice();
 	test_shadow_and_rules();
 	test_report_text();
