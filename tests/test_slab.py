@@ -676,3 +676,71 @@ def test_flush_all_discards_slabs_with_debug_objects_on():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok")
+
+
+def test_destroy_twice_is_a_kasan_report_on_the_freed_descriptor():
+    """Issue 17: a cache descriptor is an object of the "kmem_cache" cache in
+    the arena; the first destroy frees it, so the second destroy's
+    kasan_check_byte() reports slab-use-after-free (as the kernel does) and
+    the kernel carries on.  The host descriptor is a tombstone (ASan: clean)."""
+    with odebug.Kernel("no_debug_objects kasan_multi_shot", ram="32M") as k:
+        info = {d["name"]: d for d in k.slabinfo()}
+        assert k.cache("kmem_cache").object_size == 256
+        assert info["kmem_cache"]["num_objs"] > 0
+        c = k.kmem_cache_create("twice", 64)
+        p = c.alloc()
+        c.free(p)
+        c.destroy()
+        assert c.destroyed and not k.reports
+        with k.expect_report("slab-use-after-free") as rep:
+            c.destroy()
+        r = rep.reports[0]
+        assert r.cache == "kmem_cache" and r.size == 1 and not r.is_write
+        assert "kmem_cache_destroy" in r.text and "Freed by task" in r.text
+        with pytest.raises(odebug.Error, match="destroyed"):
+            c.alloc()
+        c2 = k.kmem_cache_create("twice", 64)       # the kernel is intact
+        with k.expect_report("slab-use-after-free", count=1):
+            c.destroy()                             # still the old descriptor
+        assert k.cache("twice") is c2
+        q = c2.alloc()
+        c2.free(q)
+        c2.destroy()
+        with pytest.raises(odebug.Error, match="never destroyed"):
+            k.cache("kmem_cache").destroy()
+
+
+def test_count_slab_errors_counts_without_printing():
+    """Issue 17: slub_kunit's "slab_errors" resource.  Inside the block SLUB
+    errors are counted by the KUnit rule (a report and its FIX: 2) and, as the
+    kernel prints nothing for them, reach neither dmesg nor k.reports; outside
+    it the same error is a report again.  KASAN reports are not affected."""
+    with odebug.Kernel("no_debug_objects kasan=off", ram="32M") as k:
+        c = k.kmem_cache_create("TestSlub_RZ_alloc", 64, flags=SLAB_RED_ZONE | SLAB_NO_USER_FLAGS)
+        p = c.alloc()
+        k.raw(p + 64, 1)[0] = 0x12                    # test_clobber_zone
+        log = k.dmesg()
+        with k.count_slab_errors() as n:
+            assert c.validate() == 2
+        assert n.count == 2 and not k.reports and k.dmesg() == log
+        with k.count_slab_errors() as n:
+            assert c.validate() == 0                  # the FIX restored the zone
+        assert n.count == 0
+        k.raw(p + 64, 1)[0] = 0x12
+        assert c.validate() == 2 and [r.kind for r in k.reports] == ["Right Redzone overwritten"]
+        with k.count_slab_errors() as n:
+            with pytest.raises(odebug.StateError, match="already"):
+                with k.count_slab_errors():
+                    pass
+            c.destroy()                               # leaked p: no WARN, no report
+        assert n.count >= 1 and len(k.reports) == 1
+
+
+def test_count_slab_errors_leaves_kasan_reports():
+    with odebug.Kernel("no_debug_objects", ram="32M") as k:
+        p = k.kmalloc(16)
+        k.kfree(p)
+        with k.count_slab_errors() as n:
+            with k.expect_report("slab-use-after-free"):
+                k.read(p, 1)
+        assert n.count == 0

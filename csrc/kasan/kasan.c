@@ -3,7 +3,12 @@
  * layout): boot and parameters, the per-cache metadata layout
  * (kasan_cache_create), and the hooks the slab and page allocators call.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -104,6 +109,60 @@ void kasan_param_quarantine_fixes_show(struct odb_kernel *k, char *buf, size_t l
  * arena faults instead of scribbling on host memory. */
 #define KASAN_SHADOW_GUARD (2UL << 20)
 
+/*
+ * Boot memory is free memory: memblock_free_all() hands every page to the
+ * buddy allocator, and generic KASAN poisons each freed page KASAN_PAGE_FREE
+ * (0xFF), so an access to a page the allocator never handed out is reported.
+ * Writing 0xFF over the whole shadow would touch RAM/8 bytes at boot (512 MB
+ * for ram="4G"); instead the shadow is tiled with private (copy-on-write)
+ * mappings of one small memfd full of 0xFF: reading never-touched shadow
+ * costs no memory, and the first write to a shadow page copies it, as a
+ * fresh anonymous page would be zeroed.  Without memfd: one memset.
+ */
+#define KASAN_SHADOW_TILE (2UL << 20)
+
+static int shadow_tile_fd(size_t tile)
+{
+	int fd = memfd_create("odebug-kasan-page-free", MFD_CLOEXEC);
+	void *p;
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)tile)) {
+		close(fd);
+		return -1;
+	}
+	p = mmap(NULL, tile, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	memset(p, KASAN_PAGE_FREE, tile);
+	munmap(p, tile);
+	return fd;
+}
+
+static bool shadow_fill_page_free(char *shadow, size_t size)
+{
+	size_t span = ALIGN(size, (size_t)PAGE_SIZE);
+	size_t tile = span < KASAN_SHADOW_TILE ? span : KASAN_SHADOW_TILE;
+	int fd = shadow_tile_fd(tile);
+
+	if (fd < 0)
+		return false;
+	for (size_t off = 0; off < span; off += tile) {
+		size_t n = span - off < tile ? span - off : tile;
+
+		if (mmap(shadow + off, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
+			 fd, 0) == MAP_FAILED) {
+			close(fd);
+			return false;
+		}
+	}
+	close(fd);   /* the mappings keep the file */
+	return true;
+}
+
 static void *shadow_map(size_t size)
 {
 	char *base = mmap(NULL, size + 2 * KASAN_SHADOW_GUARD, PROT_NONE,
@@ -115,6 +174,8 @@ static void *shadow_map(size_t size)
 		munmap(base, size + 2 * KASAN_SHADOW_GUARD);
 		return NULL;
 	}
+	if (!shadow_fill_page_free(base + KASAN_SHADOW_GUARD, size))
+		memset(base + KASAN_SHADOW_GUARD, KASAN_PAGE_FREE, size);
 	return base + KASAN_SHADOW_GUARD;
 }
 
@@ -140,7 +201,7 @@ int kasan_early_init(struct odb_kernel *k)
 	return 0;
 }
 
-/* kasan_init: map the shadow (zero: boot memory is accessible), then the
+/* kasan_init: map the shadow (KASAN_PAGE_FREE: boot memory is free pages), then the
  * quarantine; before kmem_cache_init so every cache gets its metadata. */
 int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 {

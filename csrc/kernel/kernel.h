@@ -253,6 +253,10 @@ struct odb_task {
 	unsigned int in_work;         /* running a work item */
 	unsigned int depth;           /* nesting of public API calls (callbacks) */
 	unsigned long slab_errors;    /* KUnit-rule error count made by this task */
+	/* inside odb_slab_kunit_begin/end (slub_kunit's "slab_errors" resource):
+	 * SLUB errors are counted, not printed nor recorded */
+	bool slab_kunit;
+	unsigned long slab_kunit_start;
 	bool exclusive;               /* holds its vCPU's irq lock while bound (odb_bind_cpu_exclusive) */
 	struct odb_stask *st;         /* its task of the controlled scheduler (kernel/sched.c), or NULL */
 	unsigned int nocb;            /* slab_mutex / srcu read sections held (odb_task_atomic) */

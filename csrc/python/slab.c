@@ -10,7 +10,8 @@
 typedef struct {
 	PyObject_HEAD
 	KernelObject *kernel;
-	odb_cache *s;             /* NULL once destroyed */
+	odb_cache *s;             /* kept once destroyed: the core keeps a tombstone */
+	bool dead;                /* destroy() returned: every call but destroy() refuses */
 	PyObject *ctor;           /* Python constructor or NULL */
 	PyObject *name;
 	/* binding calls on this cache in progress, on any thread (counted under
@@ -24,7 +25,7 @@ static core_state *cache_state(CacheObject *c) { return c->kernel->st; }
 
 #define CACHE_READY(c) \
 	do { \
-		if (!(c)->s) \
+		if (!(c)->s || (c)->dead) \
 			return PyErr_Format(cache_state(c)->StateError, "cache %U was destroyed", (c)->name), NULL; \
 		CHECK_OPEN((c)->kernel); \
 	} while (0)
@@ -57,6 +58,7 @@ static PyObject *new_cache(core_state *st, KernelObject *ko, odb_cache *s, PyObj
 		return NULL;
 	c->kernel = (KernelObject *)Py_NewRef(ko);
 	c->s = s;
+	c->dead = false;
 	c->busy = 0;
 	c->ctor = ctor ? Py_NewRef(ctor) : NULL;
 	odb_kmem_cache_info(ko->k, s, &info);
@@ -98,6 +100,7 @@ static PyObject *py_cache_create(PyObject *m, PyObject *args)
 		return NULL;
 	c->kernel = (KernelObject *)Py_NewRef(ko);
 	c->s = NULL;
+	c->dead = false;
 	c->busy = 0;
 	c->ctor = Py_NewRef(ctor);
 	c->name = PyUnicode_FromString(name);
@@ -327,8 +330,36 @@ static PyObject *py_slab_object(PyObject *m, PyObject *args)
 		return NULL;
 	if (odb_slab_object(ko->k, a, &s, &obj))
 		Py_RETURN_NONE;
-	odb_kmem_cache_info(ko->k, s, &info);
+	if (odb_kmem_cache_info(ko->k, s, &info))
+		return odb_raise(ko, ODB_ESTATE);
 	return Py_BuildValue("(sK)", info.name, (unsigned long long)obj);
+}
+
+static PyObject *py_slab_kunit_begin(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, true);
+	int ret;
+
+	if (!ko)
+		return NULL;
+	ret = odb_slab_kunit_begin(ko->k);
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_slab_kunit_end(PyObject *m, PyObject *kobj)
+{
+	KernelObject *ko = odb_py_kernel(m, kobj, false);
+	unsigned long n = 0;
+	int ret;
+
+	if (!ko)
+		return NULL;
+	ret = odb_slab_kunit_end(ko->k, &n);
+	if (ret)
+		return odb_raise(ko, ret);
+	return odb_py_checked(PyLong_FromUnsignedLong(n));
 }
 
 static PyObject *py_slab_errors(PyObject *m, PyObject *kobj)
@@ -469,7 +500,7 @@ static PyObject *Cache_free_bulk(CacheObject *c, PyObject *seq)
 
 	if (!fast)
 		return NULL;
-	if (!c->s || !c->kernel->k || odb_kernel_closed(c->kernel->k)) {
+	if (!c->s || c->dead || !c->kernel->k || odb_kernel_closed(c->kernel->k)) {
 		Py_DECREF(fast);
 		CACHE_READY(c);
 	}
@@ -535,12 +566,22 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 	odb_cache *s = c->s;
 	int ret;
 
+	if (s && c->dead) {
+		/* kmem_cache_destroy() again: the core's kasan_check_byte() on the
+		 * freed descriptor reports (slab-use-after-free); its host
+		 * descriptor is a tombstone until the kernel goes, so this is safe */
+		CHECK_OPEN(c->kernel);
+		ret = odb_kmem_cache_destroy(c->kernel->k, s);
+		if (ret)
+			return odb_raise(c->kernel, ret);
+		Py_RETURN_NONE;
+	}
 	CACHE_READY(c);
 	if (c->busy)
 		return PyErr_Format(cache_state(c)->StateError,
 				    "cache %U is in use by another call (another thread, or a callback "
 				    "of a call on it): destroy it when that call has returned", c->name), NULL;
-	c->s = NULL;
+	c->dead = true;
 	if (c->ctor) {
 		ret = odb_kmem_cache_destroy(c->kernel->k, s);
 	} else {
@@ -549,7 +590,7 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 		Py_END_ALLOW_THREADS
 	}
 	if (ret) {
-		c->s = s;   /* refused: the cache is still there */
+		c->dead = false;   /* refused: the cache is still there */
 		return odb_raise(c->kernel, ret);
 	}
 	Py_RETURN_NONE;
@@ -710,12 +751,12 @@ static PyObject *py_hackbench(PyObject *m, PyObject *args, PyObject *kw)
 			     "list_lock_contended", (unsigned long long)r.list_lock_contended));
 }
 
-static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL); }
+static PyObject *Cache_get_destroyed(CacheObject *c, void *x) { return PyBool_FromLong(c->s == NULL || c->dead); }
 static PyObject *Cache_get_name(CacheObject *c, void *x) { return Py_NewRef(c->name); }
 
 static PyObject *Cache_repr(CacheObject *c)
 {
-	return PyUnicode_FromFormat("<odebug cache %U%s>", c->name, c->s ? "" : " (destroyed)");
+	return PyUnicode_FromFormat("<odebug cache %U%s>", c->name, c->s && !c->dead ? "" : " (destroyed)");
 }
 
 static int Cache_traverse(CacheObject *c, visitproc visit, void *arg)
@@ -741,9 +782,10 @@ static void Cache_dealloc(CacheObject *c)
 	/* A cache with a Python ctor keeps a pointer to this object: it cannot
 	 * outlive its Cache, so it is destroyed with it (a kernel teardown first
 	 * closes it through Kernel.close). */
-	if (c->ctor && c->s && c->kernel && c->kernel->k && !odb_kernel_closed(c->kernel->k)) {
+	if (c->ctor && c->s && !c->dead && c->kernel && c->kernel->k &&
+	    !odb_kernel_closed(c->kernel->k)) {
 		odb_kmem_cache_destroy(c->kernel->k, c->s);
-		c->s = NULL;
+		c->dead = true;
 	}
 	Cache_clear(c);
 	Py_XDECREF(c->name);
@@ -806,6 +848,8 @@ static PyMethodDef slab_functions[] = {
 	{ "slab_flags_letters", py_slab_flags_letters, METH_O, "slab_flags_letters($module, flags, /)\n--\n\nSLAB_* flags -> slub_debug letters." },
 	{ "slab_object", py_slab_object, METH_VARARGS, "slab_object($module, kernel, addr, /)\n--\n\n(cache name, object start) of a slab address, or None." },
 	{ "slub_stat_names", py_stat_names, METH_NOARGS, "slub_stat_names($module, /)\n--\n\nThe CONFIG_SLUB_STATS counter names." },
+	{ "slab_kunit_begin", py_slab_kunit_begin, METH_O, "slab_kunit_begin($module, kernel, /)\n--\n\nStart counting this thread's SLUB errors without printing them (slub_kunit's slab_errors resource)." },
+	{ "slab_kunit_end", py_slab_kunit_end, METH_O, "slab_kunit_end($module, kernel, /)\n--\n\nStop counting -> the SLUB errors counted since slab_kunit_begin." },
 	{ "slab_errors", py_slab_errors, METH_O, "slab_errors($module, kernel, /)\n--\n\nNumber of slab errors reported." },
 	{ "bench_malloc_pairs", py_bench_malloc, METH_VARARGS, "bench_malloc_pairs($module, size, n, batch=1, /)\n--\n\nns for n glibc malloc+free pairs." },
 	{ "hackbench", (PyCFunction)(void (*)(void))py_hackbench, METH_VARARGS | METH_KEYWORDS, "hackbench($module, /, kernel, groups=10, fds=20, loops=100, msg_size=100, queue_depth=0, processes=True, on_threads=False)\n--\n\nhackbench on the kernel's slab -> dict of results." },

@@ -19,6 +19,8 @@ static int bad_cache(struct odb_kernel *k, odb_cache *s)
 		return odb_err(k, ODB_EINVAL, "no cache given");
 	if (s->k != k)
 		return odb_err(k, ODB_EINVAL, "cache %s belongs to another kernel", s->name);
+	if (s->destroyed)
+		return odb_err(k, ODB_ESTATE, "cache %s was destroyed", s->name);
 	return 0;
 }
 
@@ -101,6 +103,16 @@ int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s)
 	int r;
 	ENTER(k);
 
+	/* A second destroy: kmem_cache_destroy()'s kasan_check_byte() on the
+	 * freed descriptor reports (slab-use-after-free) and returns, as in the
+	 * kernel.  The host struct is a tombstone: no host memory is freed. */
+	if (s && s->k == k && (s->destroyed || s->zombie)) {
+		if (kasan_enabled(k) && !kasan_byte_accessible(k, host_to_virt(k, s->desc))) {
+			kmem_cache_destroy(k, s);
+			LEAVE(ODB_OK);
+		}
+		LEAVE(odb_err(k, ODB_ESTATE, "kmem_cache_destroy: cache %s was already destroyed", s->name));
+	}
 	if ((r = bad_cache(k, s)))
 		LEAVE(r);
 	/* The kernel never destroys its kmalloc caches, nor odebug its own
@@ -321,6 +333,33 @@ unsigned long odb_slab_errors(odb_kernel *k)
 {
 	struct odb_task *t = odb_current(k);
 	return t ? t->slab_errors : 0;
+}
+
+int odb_slab_kunit_begin(odb_kernel *k)
+{
+	struct odb_task *t;
+	ENTER(k);
+
+	t = t_;
+	if (t->slab_kunit)
+		LEAVE(odb_err(k, ODB_ESTATE, "slab errors are already being counted on this thread"));
+	t->slab_kunit_start = t->slab_errors;
+	t->slab_kunit = true;
+	LEAVE(ODB_OK);
+}
+
+int odb_slab_kunit_end(odb_kernel *k, unsigned long *errors)
+{
+	struct odb_task *t;
+	ENTER(k);
+
+	t = t_;
+	if (!t->slab_kunit)
+		LEAVE(odb_err(k, ODB_ESTATE, "slab errors are not being counted on this thread"));
+	t->slab_kunit = false;
+	if (errors)
+		*errors = t->slab_errors - t->slab_kunit_start;
+	LEAVE(ODB_OK);
 }
 
 int odb_kmem_cache_validate(odb_kernel *k, odb_cache *s, long *errors)

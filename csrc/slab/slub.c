@@ -1656,6 +1656,7 @@ static void set_cpu_partial(struct kmem_cache *s)
 		s->cpu_partial = 30;
 }
 
+static void free_all_slabs(struct kmem_cache *s);
 static int ilog2_u(unsigned long x) { return x ? 63 - __builtin_clzl(x) : 0; }
 
 static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, unsigned int size,
@@ -1726,6 +1727,23 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	s->modern_fast = s->debug_init_only && s->init_poison_only && !s->kasan &&
 			 !s->check_obj_freed && s->object_size >= 16 && s->object_size <= 64 &&
 			 !k->sched_controlled;
+	/* create_cache: kmem_cache_zalloc(kmem_cache, GFP_KERNEL); the
+	 * "kmem_cache" cache's own descriptor is one of its objects (bootstrap).
+	 * __GFP_NOFAIL: failslab= keeps counting the allocations it always did. */
+	{
+		struct kmem_cache *kc = slab_state(k)->kmem_cache ? slab_state(k)->kmem_cache : s;
+
+		s->desc = kmem_cache_alloc(k, kc, GFP_KERNEL | __GFP_ZERO | __GFP_NOFAIL);
+		if (!s->desc) {
+			if (kc == s)
+				free_all_slabs(s);
+			spin_lock_destroy(&s->node.list_lock.l);
+			free(s->name);
+			free(s->cpu_slab);
+			free(s);
+			return NULL;
+		}
+	}
 	mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
 	list_add_tail(&s->list, &slab_state(k)->slab_caches);
 	mutex_unlock_nocb(k, &slab_state(k)->slab_mutex);
@@ -1858,12 +1876,36 @@ static void free_cache(struct kmem_cache *s)
 	free(s);
 }
 
+/* slab_kmem_cache_release: the descriptor goes back to the "kmem_cache"
+ * cache (KASAN poisons and quarantines it); the host struct becomes a
+ * tombstone that only a later kmem_cache_destroy() looks at (its check_byte). */
+static void kmem_cache_release(struct odb_kernel *k, struct kmem_cache *s, bool zombie)
+{
+	struct odb_slab_state *ss = slab_state(k);
+
+	kmem_cache_free(k, ss->kmem_cache, s->desc);
+	if (zombie) {
+		s->zombie = true;   /* its slabs stay usable: frees into it, slab_object */
+		return;
+	}
+	s->destroyed = true;
+	free(s->cpu_slab);
+	s->cpu_slab = NULL;
+	mutex_lock_nocb(k, &ss->slab_mutex);
+	list_add_tail(&s->list, &ss->dead);
+	mutex_unlock_nocb(k, &ss->slab_mutex);
+}
+
 void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 {
 	int err;
 
-	if (!s)
+	/* A destroyed cache's descriptor is freed memory: KASAN reports
+	 * (slab-use-after-free) and the destroy stops there. */
+	if (!s || !kasan_check_byte(k, s->desc, (unsigned long)__builtin_return_address(0)))
 		return;
+	if (s->destroyed || s->zombie)
+		return;     /* its descriptor's slot was reused, or KASAN is off */
 	kvfree_rcu_barrier(k);      /* v6.12+: pending kfree_rcu()s first */
 	cpus_read_lock(k);          /* no vCPU comes or goes during the destroy */
 	mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
@@ -1879,17 +1921,20 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 		 * so that the name can be used again, and frees it with the kernel. */
 		char msg[160];
 
-		/* WARN(err, "%s %s: Slab cache still has objects when called from %pS") */
+		/* if (!slab_in_kunit_test()) WARN(err, "%s %s: Slab cache still has
+		 * objects when called from %pS") */
 		snprintf(msg, sizeof(msg), "kmem_cache_destroy %s: Slab cache still has objects when "
 			 "called from %s", s->name, "kmem_cache_destroy");
-		odb_warn(k, "slub", "Slab cache still has objects", s->name, 0, NULL, msg,
-			 "mm/slab_common.c", __LINE__, (const void *)kmem_cache_destroy);
+		if (!slab_in_kunit_test(k))
+			odb_warn(k, "slub", "Slab cache still has objects", s->name, 0, NULL, msg,
+				 "mm/slab_common.c", __LINE__, (const void *)kmem_cache_destroy);
 		mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
 		list_add_tail(&s->list, &slab_state(k)->zombies);
 		mutex_unlock_nocb(k, &slab_state(k)->slab_mutex);
+		kmem_cache_release(k, s, true);
 		return;
 	}
-	free_cache(s);
+	kmem_cache_release(k, s, false);
 }
 
 const char *kmem_cache_name(const struct kmem_cache *s) { return s->name; }
@@ -1927,6 +1972,7 @@ int odb_slab_early_init(struct odb_kernel *k)
 	mutex_init(&ss->slab_mutex);
 	INIT_LIST_HEAD(&ss->slab_caches);
 	INIT_LIST_HEAD(&ss->zombies);
+	INIT_LIST_HEAD(&ss->dead);
 	k->slab = ss;
 	return 0;
 }
@@ -1941,6 +1987,16 @@ int odb_slab_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 		return ODB_ENOMEM;
 	}
 
+	/* kmem_cache_init: the cache of cache descriptors first.  odebug's host
+	 * struct kmem_cache is not arena memory; its arena stand-in has the size
+	 * of an x86-64 v6.12 struct kmem_cache (one node, SLAB_HWCACHE_ALIGN). */
+	ss->kmem_cache = create_cache(k, "kmem_cache", KMEM_CACHE_DESC_SIZE, 64, SLAB_HWCACHE_ALIGN | SLAB_PANIC,
+				      NULL, NULL, NULL, false);
+	if (!ss->kmem_cache) {
+		snprintf(errbuf, errlen, "kmem_cache_init: cannot create kmem_cache");
+		return ODB_ENOMEM;
+	}
+	ss->kmem_cache->internal = true;
 	for (unsigned int i = KMALLOC_SHIFT_LOW; i <= KMALLOC_SHIFT_HIGH; i++) {
 		unsigned int idxs[3] = { i, 0, 0 }, n = 1;
 		if (i == 6) { idxs[n++] = 1; }     /* kmalloc-96 after kmalloc-64 */
@@ -1968,6 +2024,11 @@ void odb_slab_exit(struct odb_kernel *k)
 	if (!ss)
 		return;
 	odb_rcu_exit(k);
+	list_for_each_safe(pos, n, &ss->dead) {     /* tombstones: no slab, no cpu_slab */
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+		list_del(&s->list);
+		free_cache(s);
+	}
 	list_splice_tail(&ss->zombies, &ss->slab_caches);
 	list_for_each_safe(pos, n, &ss->slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);

@@ -103,7 +103,13 @@ struct kmem_cache {
 	struct odb_kernel *k;
 	bool kmalloc;
 	bool internal;                      /* odebug's own (debug_objects_cache, a scenario's) */
-	bool destroyed;
+	bool destroyed;                     /* kmem_cache_destroy() ran: a tombstone */
+	bool zombie;                        /* destroyed with objects left (kept with its slabs) */
+	/* The cache's descriptor as the kernel sees it: an object of the
+	 * "kmem_cache" cache in the arena, freed by kmem_cache_destroy() (whose
+	 * kasan_check_byte() on it catches a second destroy).  This host struct
+	 * stays, as a tombstone, until the kernel goes. */
+	void *desc;
 	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
 	uintptr_t fp_ram;                   /* k->ram: freeptr_valid()'s arena offsets */
 	uintptr_t fp_mask;                  /* (PAGE_SIZE << order) - 1 */
@@ -124,6 +130,9 @@ struct kmem_cache {
 	unsigned int kasan_meta_size;
 };
 
+/* the arena stand-in of a struct kmem_cache (the "kmem_cache" cache's objects) */
+#define KMEM_CACHE_DESC_SIZE 256
+
 /* Per-kernel slab state (k->slab). */
 #define KMALLOC_SHIFT_LOW  3
 #define KMALLOC_SHIFT_HIGH 13        /* kmalloc-8192: PAGE_SHIFT + 1 */
@@ -140,6 +149,8 @@ struct odb_slab_state {
 	struct mutex slab_mutex;            /* slab_caches list, create/destroy */
 	struct list_head slab_caches;
 	struct list_head zombies;           /* destroyed with objects left: kept, as the kernel keeps them */
+	struct list_head dead;              /* destroyed: tombstones, freed with the kernel */
+	struct kmem_cache *kmem_cache;      /* the "kmem_cache" cache: every cache's descriptor */
 	struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
 	/* slub_debug= */
 	slab_flags_t slub_debug;            /* global flags */
@@ -447,6 +458,8 @@ void slub_debug_show(struct odb_kernel *k, char *buf, size_t len);
 void slub_debug_exit(struct odb_kernel *k);
 /* The KUnit counting rule: one per report, per FIX, per count mismatch. */
 void slab_add_kunit_errors(struct odb_kernel *k);
+/* slab_in_kunit_test(): the calling task is inside odb_slab_kunit_begin/end */
+bool slab_in_kunit_test(struct odb_kernel *k);
 
 /* allocator pieces slub_debug.c uses */
 void flush_all(struct kmem_cache *s);

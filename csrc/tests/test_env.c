@@ -68,9 +68,10 @@ static void test_buddy(void)
 
 	if (!k)
 		return;
-	total = odb_totalram_pages(k);
-	CHECK(total == 2048);
-	CHECK(odb_nr_free_pages(k) == total);
+	CHECK(odb_totalram_pages(k) == 2048);
+	/* boot keeps the slab of the kmem_cache cache (every cache's descriptor) */
+	total = odb_nr_free_pages(k);
+	CHECK(total < odb_totalram_pages(k) && total >= 2048 - 8);
 	addrs = calloc(total + 1, sizeof(*addrs));
 	while (odb_alloc_pages(k, ODB_GFP_KERNEL | ODB_GFP_NOWARN, 0, &a) == ODB_OK) {
 		CHECK((a & (ODB_PAGE_SIZE - 1)) == 0);
@@ -87,13 +88,11 @@ static void test_buddy(void)
 		CHECK(odb_free_pages(k, addrs[i], 0) == ODB_OK);
 	CHECK(odb_free_pages(k, addrs[0], 0) == ODB_EINVAL);        /* double free */
 	CHECK(odb_nr_free_pages(k) == total);
-	/* everything merged back: two order-10 blocks fit */
+	/* everything merged back: the order-10 block without the boot slab fits */
 	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL, 10, &addrs[0]) == ODB_OK);
-	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL, 10, &addrs[1]) == ODB_OK);
-	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL | ODB_GFP_NOWARN, 0, &a) == ODB_ENOMEM);
+	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL | ODB_GFP_NOWARN, 10, &a) == ODB_ENOMEM);
 	CHECK(odb_alloc_pages(k, ODB_GFP_KERNEL, 11, &a) == ODB_EINVAL);
 	CHECK(odb_free_pages(k, addrs[0], 10) == ODB_OK);
-	CHECK(odb_free_pages(k, addrs[1], 10) == ODB_OK);
 	free(addrs);
 	odb_kernel_destroy(k);
 }

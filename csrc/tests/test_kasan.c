@@ -174,8 +174,81 @@ static void test_threads(void)
 	odb_kernel_destroy(k);
 }
 
+/* kmem_cache_destroy() twice (issue 17): the descriptor is an object of the
+ * "kmem_cache" cache in the arena, freed by the first destroy, so the second
+ * one's kasan_check_byte() reports slab-use-after-free and stops; the host
+ * struct stays a tombstone (ASan sees no host use-after-free). */
+static void test_destroy_twice(void)
+{
+	odb_kernel *k = boot("no_debug_objects", 1, 32 << 20);
+	odb_cache *s, *t;
+	odb_addr_t p;
+	const struct odb_report *r;
+	size_t c;
+
+	CHECK(k != NULL);
+	CHECK(odb_kmem_cache_find(k, "kmem_cache") != NULL);
+	CHECK(odb_kmem_cache_destroy(k, odb_kmem_cache_find(k, "kmem_cache")) == ODB_EINVAL);
+	CHECK(odb_kmem_cache_create(k, "twice", 64, 0, 0, NULL, NULL, &s) == ODB_OK);
+	CHECK(odb_kmem_cache_alloc(k, s, ODB_GFP_KERNEL, &p) == ODB_OK);
+	CHECK(odb_kmem_cache_free(k, s, p) == ODB_OK);
+	c = odb_report_count(k);
+	CHECK(odb_kmem_cache_destroy(k, s) == ODB_OK && odb_report_count(k) == c);
+	CHECK(odb_kmem_cache_find(k, "twice") == NULL);
+	CHECK(odb_kmem_cache_destroy(k, s) == ODB_OK && odb_report_count(k) == c + 1);
+	r = odb_report_get(k, c);
+	CHECK(r && !strcmp(r->kind, "slab-use-after-free") && r->cache && !strcmp(r->cache, "kmem_cache") &&
+	      r->size == 1 && !r->is_write);
+	odb_report_put(r);
+	/* every other call on the tombstone is refused */
+	CHECK(odb_kmem_cache_alloc(k, s, ODB_GFP_KERNEL, &p) == ODB_ESTATE);
+	/* the name is free again, and the kernel works on */
+	CHECK(odb_kmem_cache_create(k, "twice", 64, 0, 0, NULL, NULL, &t) == ODB_OK && t != s);
+	CHECK(odb_kmem_cache_destroy(k, t) == ODB_OK);
+	odb_kernel_destroy(k);
+	/* KASAN off: no report, an error, still no host access to freed memory */
+	k = boot("kasan=off no_debug_objects", 1, 32 << 20);
+	CHECK(k != NULL);
+	CHECK(odb_kmem_cache_create(k, "twice", 64, 0, 0, NULL, NULL, &s) == ODB_OK);
+	CHECK(odb_kmem_cache_destroy(k, s) == ODB_OK);
+	CHECK(odb_kmem_cache_destroy(k, s) == ODB_ESTATE && odb_report_count(k) == 0);
+	odb_kernel_destroy(k);
+}
+
+/* slub_kunit's "slab_errors" resource: counted, not printed (issue 17) */
+static void test_slab_kunit_counting(void)
+{
+	odb_kernel *k = boot("kasan=off no_debug_objects", 1, 32 << 20);
+	odb_cache *s;
+	odb_addr_t p;
+	unsigned long n = 99;
+	long errors = -1;
+	uint8_t *h;
+
+	CHECK(k != NULL);
+	CHECK(odb_kmem_cache_create(k, "kunit_rz", 64, 0, SLAB_RED_ZONE | SLAB_NO_USER_FLAGS, NULL, NULL,
+				    &s) == ODB_OK);
+	CHECK(odb_kmem_cache_alloc(k, s, ODB_GFP_KERNEL, &p) == ODB_OK);
+	h = odb_host_ptr(k, p, 65);
+	CHECK(h != NULL);
+	h[64] = 0x12;
+	CHECK(odb_slab_kunit_end(k, &n) == ODB_ESTATE);
+	CHECK(odb_slab_kunit_begin(k) == ODB_OK);
+	CHECK(odb_slab_kunit_begin(k) == ODB_ESTATE);
+	CHECK(odb_kmem_cache_validate(k, s, &errors) == ODB_OK && errors == 2);
+	CHECK(odb_slab_kunit_end(k, &n) == ODB_OK && n == 2);
+	CHECK(odb_report_count(k) == 0);
+	h[64] = 0x12;
+	CHECK(odb_kmem_cache_validate(k, s, &errors) == ODB_OK && errors == 2 && odb_report_count(k) == 1);
+	CHECK(odb_kmem_cache_free(k, s, p) == ODB_OK);
+	CHECK(odb_kmem_cache_destroy(k, s) == ODB_OK);
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
+	test_slab_kunit_counting();
+	test_destroy_twice();
 	test_shadow_and_rules();
 	test_report_text();
 	test_quarantine("no_debug_objects odebug.quarantine=batched");

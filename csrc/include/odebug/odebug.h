@@ -458,7 +458,11 @@ ODB_API int odb_kmem_cache_create(odb_kernel *k, const char *name, unsigned int 
 				  unsigned int align, unsigned int flags, odb_ctor_fn ctor,
 				  void *ctor_ctx, odb_cache **out);
 /* kmem_cache_destroy: leaked objects are reported ("Objects remaining ...")
- * and their memory is reclaimed. */
+ * and their memory is reclaimed.  The cache's descriptor (an object of the
+ * "kmem_cache" cache in the arena) is freed; s stays a valid tombstone until
+ * the kernel is destroyed, so destroying it again is safe: with KASAN on, the
+ * kernel's kasan_check_byte() reports slab-use-after-free and ODB_OK is
+ * returned; otherwise ODB_ESTATE.  Every other call on it: ODB_ESTATE. */
 ODB_API int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s);
 ODB_API odb_cache *odb_kmem_cache_find(odb_kernel *k, const char *name);
 /* Up to max caches in creation order; returns the total number. */
@@ -486,6 +490,15 @@ ODB_API int odb_krealloc(odb_kernel *k, odb_addr_t p, size_t new_size, unsigned 
 /* The calling thread's running count of slab errors under the KUnit rule
  * (lib/slub_kunit.c's "slab_errors"): take a difference around any call. */
 ODB_API unsigned long odb_slab_errors(odb_kernel *k);
+/* lib/slub_kunit.c's "slab_errors" KUnit resource: between begin and end,
+ * SLUB errors the calling thread makes (reports, FIXes, count mismatches, by
+ * the KUnit rule) are counted and, as in the kernel, not printed: no dmesg
+ * line, no odb_report, no taint, no "Slab cache still has objects" WARN.
+ * KASAN and ODEBUG reports are unaffected.  end() gives the count since
+ * begin().  No nesting: a second begin (or an end without begin) on the same
+ * thread is ODB_ESTATE. */
+ODB_API int odb_slab_kunit_begin(odb_kernel *k);
+ODB_API int odb_slab_kunit_end(odb_kernel *k, unsigned long *errors);
 /* validate_slab_cache: *errors gets the KUnit-rule error count.  On the
  * modern path (v6.1+) a cache without debug flags is refused (ODB_EINVAL), as
  * the kernel's sysfs file refuses it. */
