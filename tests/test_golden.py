@@ -25,8 +25,14 @@ import golden_workload  # noqa: E402
                            "stack-depot handles (stored in objects, printed in dumps); CI's "
                            "main stage pins the output on the normal build")
 def test_fixed_workload_output_is_unchanged():
+    # the workload runs in a child with *this* odebug first on its path: a script's
+    # sys.path[0] is tests/, so it would otherwise import the installed (editable)
+    # package, which in a second work tree is another checkout's
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(odebug.__file__))) + \
+        (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     p = subprocess.run([sys.executable, os.path.join(HERE, "golden_workload.py")],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr
     with gzip.open(os.path.join(HERE, "data", "golden_workload.txt.gz"), "rt") as f:
         want = f.read()
