@@ -326,6 +326,22 @@ def test_recorded_events_and_timeline():
         sched.Run("done", "", [], 0, 0, 0, 0, 0, []).timeline()
 
 
+
+@pytest.mark.parametrize("flags,cmpxchg", [(None, True), ("F", False)])
+def test_the_points_of_a_slab_update_are_the_same_on_every_build(flags, cmpxchg):
+    # a cache that may use the double-word cmpxchg passes one point per freelist
+    # update, whatever the build (TSan emulates the instruction under the slab's
+    # bit lock, which is then no point: CI's TSan stage once explored a tree
+    # three times the size); a cache without it takes slab_lock, two points
+    with K() as k:
+        c = k.kmem_cache_create("t", 64, flags=flags)
+        ps = [c.alloc(cpu=1) for _ in range(70)]        # more than a slab: full slabs
+        k.spawn(lambda: [c.free(p) for p in ps], cpu=0)  # remote frees: __slab_free's cmpxchg
+        run = k.run(sched.random(1), record=True)
+    sites = [e.site.what for e in run.events]
+    assert "cmpxchg_double_slab" in sites
+    assert ("slab_lock" in sites) is not cmpxchg, sorted(set(sites))
+
 # ---- CPU hotplug, KCSAN -----------------------------------------------------------------------------
 def test_cpu_hotplug():
     with odebug.Kernel("no_debug_objects", cpus=3, ram="64M") as k:

@@ -73,23 +73,31 @@ bool cmpxchg_double_slab_sched(struct kmem_cache *s, struct slab *sl, int cpu,
 	bool ok;
 
 	odb_sched_point_slow(s->k, ODB_SITE(ODB_SP_CMPXCHG, "cmpxchg_double_slab"), sl);
-#if !defined(ODB_NO_CMPXCHG16)
 	if (s->flags & __CMPXCHG_DOUBLE) {
+#if !defined(ODB_NO_CMPXCHG16)
 		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
 		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
 
 		ok = __sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n);
+#else
+		/* TSan: the instruction emulated under the bit lock taken raw, never a
+		 * scheduling point, so that a controlled run passes the same points on
+		 * every build (nobody holds a cmpxchg cache's bit lock across a point:
+		 * slab_lock() is taken only on caches without __CMPXCHG_DOUBLE) */
+		__slab_lock(sl);
+		ok = sl->freelist == freelist_old && sl->counters == counters_old;
+		if (ok)
+			slab_set(sl, freelist_new, counters_new);
+		__slab_unlock(sl);
+#endif
 		goto out;
 	}
-#endif
 	slab_lock(s, sl);
 	ok = sl->freelist == freelist_old && sl->counters == counters_old;
 	if (ok)
 		slab_set(sl, freelist_new, counters_new);
 	slab_unlock(s, sl);
-#if !defined(ODB_NO_CMPXCHG16)
 out:
-#endif
 	if (!ok)
 		stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
 	return ok;
@@ -136,13 +144,19 @@ static bool cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu,
 /* Consistent snapshot of freelist+counters for a cmpxchg attempt. */
 static void slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long *c)
 {
-#if !defined(ODB_NO_CMPXCHG16)
 	if (s->flags & __CMPXCHG_DOUBLE) {
+#if !defined(ODB_NO_CMPXCHG16)
 		*fl = slab_freelist(sl);
 		*c = slab_counters(sl);
+#else
+		/* TSan: under the raw bit lock of the emulated cmpxchg, no point */
+		__slab_lock(sl);
+		*fl = sl->freelist;
+		*c = sl->counters;
+		__slab_unlock(sl);
+#endif
 		return;
 	}
-#endif
 	if (unlikely(s->flags & __SCHED_POINTS)) {
 		slab_snapshot_sched(s, sl, fl, c);
 		return;
