@@ -21,6 +21,7 @@ _SLUB_KINDS = tuple(f"{w} overwritten" for w in (
     "Not a valid slab page", "page slab pointer corrupt.", "objects > max", "inuse > max",
     "Wrong number of objects", "Wrong object count", "Bulk free expected objects",
     "Objects remaining on __kmem_cache_shutdown()", "Slab cache still has objects", "TRACE",
+    "WARNING in slab_free_after_rcu_debug",
 )
 _ODEBUG_OPS = ("init", "activate", "deactivate", "destroy", "free", "assert_init", "active_state")
 _ODEBUG_STATES = ("none", "initialized", "inactive", "active", "destroyed", "not available")

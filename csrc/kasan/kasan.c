@@ -511,25 +511,69 @@ bool kasan_slab_invalid_free(struct kmem_cache *s, struct slab *sl, void *object
 	return false;
 }
 
-bool kasan_slab_free(struct kmem_cache *s, void *object, unsigned long ip)
+/* __kasan_slab_pre_free's double-free half (check_slab_allocation): the
+ * invalid-free half runs first, in kasan_slab_invalid_free.  Every cache,
+ * SLAB_TYPESAFE_BY_RCU ones included, as since v6.12: an RCU object is
+ * poisoned only after its grace period (SLUB_RCU_DEBUG), so a second free
+ * within that period is caught when its own grace period ends. */
+bool kasan_slab_pre_free(struct kmem_cache *s, void *object, unsigned long ip)
 {
 	struct odb_kernel *k = s->k;
 	odb_addr_t a;
 
 	if (!kasan_enabled(k))
 		return false;
-	/* SLAB_TYPESAFE_BY_RCU: may be touched after free; no poisoning, no
-	 * double-free check, no quarantine */
-	if (unlikely(s->flags & SLAB_TYPESAFE_BY_RCU))
-		return false;
 	a = host_to_virt(k, object);
 	if (!kasan_byte_accessible(k, a)) {
 		kasan_report_invalid_free(k, a, ip, KASAN_REPORT_DOUBLE_FREE);
 		return true;
 	}
-	kasan_poison(k, a, ALIGN(s->object_size, KASAN_GRANULE_SIZE), KASAN_SLAB_FREE);
+	return false;
+}
+
+bool kasan_slab_free(struct kmem_cache *s, void *object, bool still_accessible)
+{
+	struct odb_kernel *k = s->k;
+
+	if (!kasan_enabled(k))
+		return false;
+	/* a SLAB_TYPESAFE_BY_RCU object within its grace period (SLUB_RCU_DEBUG
+	 * off, or its record could not be allocated) may still be read: neither
+	 * poisoned nor quarantined */
+	if (unlikely(still_accessible))
+		return false;
+	kasan_poison(k, host_to_virt(k, object), ALIGN(s->object_size, KASAN_GRANULE_SIZE),
+		     KASAN_SLAB_FREE);
 	kasan_save_free_info(s, object);
 	return kasan_quarantine_put(s, object);
+}
+
+/* kasan_record_aux_stack: the caller's stack as the object's "potentially
+ * related work creation" (call_rcu, kvfree_rcu, SLUB_RCU_DEBUG's deferred
+ * free); the two most recent are kept in the alloc meta and printed by
+ * reports. */
+void kasan_record_aux_stack(struct odb_kernel *k, void *addr)
+{
+	struct kasan_alloc_meta *m;
+	struct kmem_cache *s;
+	struct slab *sl;
+	void *object;
+	uint32_t aux[2];
+
+	if (!kasan_enabled(k))
+		return;
+	sl = virt_to_slab(k, addr);
+	if (!sl)
+		return;
+	s = sl->slab_cache;
+	object = nearest_obj(s, sl, addr);
+	m = kasan_get_alloc_meta(s, object);
+	if (!m)
+		return;
+	memcpy(aux, m->aux_stack, sizeof(aux));
+	aux[1] = aux[0];
+	aux[0] = kasan_save_stack(k);
+	memcpy(m->aux_stack, aux, sizeof(aux));
 }
 
 bool kasan_kfree_large(struct odb_kernel *k, void *ptr, unsigned long ip)

@@ -201,9 +201,14 @@ void *kasan_krealloc(struct odb_kernel *k, void *object, size_t new_size, gfp_t 
  * not free.  Called before SLUB looks at the pointer. */
 bool kasan_slab_invalid_free(struct kmem_cache *s, struct slab *sl, void *object,
 			     unsigned long ip);
-/* slab_free_hook: true = KASAN keeps the object (quarantine) or it was a bad
- * free (reported): the slab must not free it. */
-bool kasan_slab_free(struct kmem_cache *s, void *object, unsigned long ip);
+/* kasan_slab_pre_free: true = a double free was reported: do not free. */
+bool kasan_slab_pre_free(struct kmem_cache *s, void *object, unsigned long ip);
+/* slab_free_hook: true = KASAN keeps the object (quarantine): the slab must
+ * not free it.  still_accessible: an SLAB_TYPESAFE_BY_RCU object before its
+ * grace period (neither poisoned nor quarantined). */
+bool kasan_slab_free(struct kmem_cache *s, void *object, bool still_accessible);
+/* The caller's stack as the object's last "potentially related work creation". */
+void kasan_record_aux_stack(struct odb_kernel *k, void *addr);
 /* kfree of a large kmalloc: true = invalid free reported, do not free. */
 bool kasan_kfree_large(struct odb_kernel *k, void *ptr, unsigned long ip);
 /* kasan_check_byte: false (after a report) if the byte is not accessible */

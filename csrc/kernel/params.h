@@ -27,10 +27,13 @@ int odb_slub_debug_param(struct odb_kernel *k, const char *val);
 void odb_slub_debug_show(struct odb_kernel *k, char *buf, size_t len);
 int odb_slub_path_param(struct odb_kernel *k, const char *val);
 void odb_slub_path_show(struct odb_kernel *k, char *buf, size_t len);
+int odb_slub_rcu_debug_param(struct odb_kernel *k, const char *val);
+void odb_slub_rcu_debug_show(struct odb_kernel *k, char *buf, size_t len);
 #define ODB_SLAB_PARAMS \
 	{ "slub_debug", odb_slub_debug_param, odb_slub_debug_show }, \
 	{ "slab_debug", odb_slub_debug_param, odb_slub_debug_show }, \
-	{ "odebug.slub_path", odb_slub_path_param, odb_slub_path_show },
+	{ "odebug.slub_path", odb_slub_path_param, odb_slub_path_show }, \
+	{ "odebug.slub_rcu_debug", odb_slub_rcu_debug_param, odb_slub_rcu_debug_show },
 int kasan_param_on(struct odb_kernel *k, const char *val);
 void kasan_param_on_show(struct odb_kernel *k, char *buf, size_t len);
 int kasan_param_fault(struct odb_kernel *k, const char *val);

@@ -1,17 +1,27 @@
 /*
- * kvfree_rcu(): frees deferred past a grace period.  odebug has no RCU
- * readers, so a grace period is one jiffy of the kernel's clock: the objects
- * are freed by a delayed work item, in call order.  kvfree_rcu_barrier()
- * (called by kmem_cache_destroy, as in v6.12+) runs the pending frees now.
+ * kvfree_rcu() and SLUB_RCU_DEBUG's deferred frees: work deferred past a
+ * grace period.  odebug has no RCU readers, so a grace period is one jiffy of
+ * the kernel's clock: the callbacks run from a delayed work item, in call
+ * order.  kvfree_rcu_barrier() / rcu_barrier() (kmem_cache_destroy calls it,
+ * as v6.12 does for both) runs the pending ones now.
+ *
+ * The pending list is host memory (object pointers odebug computed itself,
+ * never read back from the arena).
  */
 #include <stdlib.h>
 
 #include "slab/slub.h"
 #include "debugobjects/debugobjects.h"
+#include "kasan/kasan.h"
+
+struct rcu_cb {
+	void *obj;
+	void *rec;      /* SLUB_RCU_DEBUG: the rcu_delayed_free record; NULL: kvfree_rcu */
+};
 
 struct odb_rcu {
 	spinlock_t lock;
-	void **objs;
+	struct rcu_cb *cbs;
 	size_t n, cap;
 	struct odb_work work;
 };
@@ -19,18 +29,22 @@ struct odb_rcu {
 static void kfree_rcu_work(struct odb_kernel *k, void *arg)
 {
 	struct odb_rcu *r = arg;
-	void **objs;
+	struct rcu_cb *cbs;
 	size_t n;
 
 	spin_lock(k, &r->lock);
-	objs = r->objs;
+	cbs = r->cbs;
 	n = r->n;
-	r->objs = NULL;
+	r->cbs = NULL;
 	r->n = r->cap = 0;
 	spin_unlock(k, &r->lock);
-	for (size_t i = 0; i < n; i++)
-		kfree(k, objs[i]);
-	free(objs);
+	for (size_t i = 0; i < n; i++) {
+		if (cbs[i].rec)
+			slab_free_after_rcu_debug(k, cbs[i].obj, cbs[i].rec);
+		else
+			kfree(k, cbs[i].obj);
+	}
+	free(cbs);
 }
 
 int odb_rcu_init(struct odb_kernel *k)
@@ -52,33 +66,48 @@ void odb_rcu_exit(struct odb_kernel *k)
 	if (!r)
 		return;
 	cancel_delayed_work_sync(k, &r->work);
-	free(r->objs);           /* the objects go with the arena */
+	free(r->cbs);            /* the objects go with the arena */
 	spin_lock_destroy(&r->lock);
 	free(r);
 	slab_state(k)->rcu = NULL;
 }
 
-int kvfree_rcu(struct odb_kernel *k, void *obj)
+static int rcu_queue(struct odb_kernel *k, void *obj, void *rec)
 {
 	struct odb_rcu *r = slab_state(k)->rcu;
 
-	if (!obj)
-		return 0;
 	spin_lock(k, &r->lock);
 	if (r->n == r->cap) {
 		size_t ncap = r->cap ? r->cap * 2 : 64;
-		void **no = realloc(r->objs, ncap * sizeof(*no));
-		if (!no) {
+		struct rcu_cb *nc = realloc(r->cbs, ncap * sizeof(*nc));
+
+		if (!nc) {
 			spin_unlock(k, &r->lock);
-			return odb_err(k, ODB_ENOMEM, "kfree_rcu: out of memory");
+			return odb_err(k, ODB_ENOMEM, "%s: out of memory", rec ? "call_rcu" : "kfree_rcu");
 		}
-		r->objs = no;
+		r->cbs = nc;
 		r->cap = ncap;
 	}
-	r->objs[r->n++] = obj;
+	r->cbs[r->n].obj = obj;
+	r->cbs[r->n].rec = rec;
+	r->n++;
 	spin_unlock(k, &r->lock);
 	schedule_delayed_work(k, &r->work, 1);
 	return 0;
+}
+
+int kvfree_rcu(struct odb_kernel *k, void *obj)
+{
+	if (!obj)
+		return 0;
+	/* kvfree_call_rcu: the caller as the object's related work creation */
+	kasan_record_aux_stack(k, obj);
+	return rcu_queue(k, obj, NULL);
+}
+
+int call_rcu_slab_free(struct odb_kernel *k, void *obj, void *rec)
+{
+	return rcu_queue(k, obj, rec);
 }
 
 void kvfree_rcu_barrier(struct odb_kernel *k)

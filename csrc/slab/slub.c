@@ -1343,13 +1343,80 @@ void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 	do_slab_free_inline(s, sl, head, tail, cnt, addr);
 }
 
-/* slab_free_hook: debugobjects' range check, then KASAN (false: KASAN keeps
- * the object in its quarantine, or reported a double free). */
-static inline bool slab_free_hook(struct kmem_cache *s, void *x, unsigned long addr)
+/*
+ * slab_free_hook: debugobjects' range check, KASAN's double-free check, then
+ * (CONFIG_SLUB_RCU_DEBUG, a SLAB_TYPESAFE_BY_RCU cache, not yet after its
+ * grace period) the free is deferred by an RCU grace period, else KASAN
+ * poisons and may quarantine.  false: the slab must not free the object now
+ * (quarantined, deferred, or a reported double free).
+ */
+static inline bool slab_free_hook(struct kmem_cache *s, void *x, unsigned long addr,
+				  bool after_rcu_delay)
 {
+	bool still_accessible = (s->flags & SLAB_TYPESAFE_BY_RCU) && !after_rcu_delay;
+
 	if (s->check_obj_freed && debug_objects_enabled_fast(s->k))
 		debug_check_no_obj_freed(s->k, x, s->object_size);
-	return !(s->kasan && kasan_slab_free(s, x, addr));
+	if (s->kasan && kasan_slab_pre_free(s, x, addr))
+		return false;
+	if (unlikely(s->rcu_debug) && still_accessible && slab_free_defer_rcu_debug(s, x))
+		return false;
+	return !(s->kasan && kasan_slab_free(s, x, still_accessible));
+}
+
+/*
+ * CONFIG_SLUB_RCU_DEBUG: a SLAB_TYPESAFE_BY_RCU object is really freed (and
+ * poisoned by KASAN) only after an RCU grace period, so that a use after that
+ * is a slab-use-after-free.  The deferral needs a small record (struct
+ * rcu_delayed_free: an rcu_head and the object pointer, 24 bytes), a real
+ * kmalloc(GFP_NOWAIT) as in the kernel: when it fails the object is freed at
+ * once, unpoisoned.  The object itself is remembered in host memory (rcu.c),
+ * never read back from the record.  true: deferred.
+ */
+bool slab_free_defer_rcu_debug(struct kmem_cache *s, void *x)
+{
+	struct odb_kernel *k = s->k;
+	odb_addr_t obj = host_to_virt(k, x);
+	void *rec = kmalloc(k, SLUB_RCU_DELAYED_FREE_SIZE, GFP_NOWAIT);
+
+	if (!rec)
+		return false;
+	/* "Let KASAN track our call stack as a related work creation" */
+	kasan_record_aux_stack(k, x);
+	memset(rec, 0, SLUB_RCU_DELAYED_FREE_SIZE);
+	memcpy((char *)rec + 16, &obj, sizeof(obj));   /* ->object, for the eye only */
+	if (call_rcu_slab_free(k, x, rec)) {
+		kfree(k, rec);
+		return false;
+	}
+	return true;
+}
+
+/* The RCU callback of a deferred free (rcu.c calls it after the grace period). */
+void slab_free_after_rcu_debug(struct odb_kernel *k, void *object, void *rec)
+{
+	unsigned long addr = (unsigned long)__builtin_return_address(0);
+	struct kmem_cache *s;
+	struct slab *sl;
+
+	kfree(k, rec);    /* first: whatever happens to the object, the record goes */
+	/* find the object and the cache again */
+	sl = virt_to_slab(k, object);
+	if (!sl) {
+		odb_warn(k, "slub", "WARNING in slab_free_after_rcu_debug", NULL, host_to_virt(k, object),
+			 NULL, NULL, "mm/slub.c", __LINE__, (const void *)slab_free_after_rcu_debug);
+		return;
+	}
+	s = sl->slab_cache;
+	if (!(s->flags & SLAB_TYPESAFE_BY_RCU)) {
+		odb_warn(k, "slub", "WARNING in slab_free_after_rcu_debug", s->name,
+			 host_to_virt(k, object), NULL, NULL, "mm/slub.c", __LINE__,
+			 (const void *)slab_free_after_rcu_debug);
+		return;
+	}
+	/* resume freeing */
+	if (slab_free_hook(s, object, addr, true))
+		do_slab_free(s, sl, object, object, 1, addr);
 }
 
 /*
@@ -1392,7 +1459,7 @@ void slab_free_checked(struct kmem_cache *s, struct slab *sl, void *x, unsigned 
 {
 	if (s->flags & SLAB_TRACE && !kmem_cache_debug(s))
 		trace(s, sl, x, 0);
-	if (slab_free_hook(s, x, addr))
+	if (slab_free_hook(s, x, addr, false))
 		do_slab_free_inline(s, sl, x, x, 1, addr);
 }
 
@@ -1671,6 +1738,14 @@ static void set_cpu_partial(struct kmem_cache *s)
 }
 
 static void free_all_slabs(struct kmem_cache *s);
+
+/* CONFIG_SLUB_RCU_DEBUG (odebug.slub_rcu_debug=; default: with KASAN) */
+static bool slub_rcu_debug_on(struct odb_kernel *k)
+{
+	int v = slab_state(k)->rcu_debug;
+
+	return v < 0 ? kasan_enabled(k) : v > 0;
+}
 static int ilog2_u(unsigned long x) { return x ? 63 - __builtin_clzl(x) : 0; }
 
 static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, unsigned int size,
@@ -1723,7 +1798,9 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	/* No hook could act on an allocation or free of this cache (KASAN is
 	 * fixed at boot, before the first cache): slab_alloc and kmem_cache_free
 	 * may take their inline fast paths. */
+	s->rcu_debug = (s->flags & SLAB_TYPESAFE_BY_RCU) && slub_rcu_debug_on(k);
 	s->fastpath = !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE)) && !kasan_enabled(k) &&
+		      !s->rcu_debug &&
 		      !k->sched_controlled;   /* a controlled kernel's every step is a slow path */
 	/* debug objects are set up before the first cache and are never turned
 	 * on later (only off, after which the slow path's gate skips the check) */
@@ -1738,7 +1815,7 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 			      !slub_debug_orig_size(s);
 	s->debug_init_only = s->modern_debug && !s->debug_checks &&
 			     !(s->flags & (SLAB_STORE_USER | SLAB_TRACE));
-	s->modern_fast = s->debug_init_only && s->init_poison_only && !s->kasan &&
+	s->modern_fast = s->debug_init_only && s->init_poison_only && !s->kasan && !s->rcu_debug &&
 			 !s->check_obj_freed && s->object_size >= 16 && s->object_size <= 64 &&
 			 !k->sched_controlled;
 	/* create_cache: kmem_cache_zalloc(kmem_cache, GFP_KERNEL); the
@@ -1920,7 +1997,9 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 		return;
 	if (s->destroyed || s->zombie)
 		return;     /* its descriptor's slot was reused, or KASAN is off */
-	kvfree_rcu_barrier(k);      /* v6.12+: pending kfree_rcu()s first */
+	/* v6.12+: pending kfree_rcu()s first, and (SLUB_RCU_DEBUG) this cache's
+	 * deferred frees: one barrier here runs both */
+	kvfree_rcu_barrier(k);
 	cpus_read_lock(k);          /* no vCPU comes or goes during the destroy */
 	mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
 	list_del(&s->list);
@@ -1968,6 +2047,24 @@ static int set_slub_path(struct odb_kernel *k, const char *val)
 }
 
 int odb_slub_path_param(struct odb_kernel *k, const char *val) { return set_slub_path(k, val); }
+
+/* odebug.slub_rcu_debug=on|off: CONFIG_SLUB_RCU_DEBUG, which the kernel turns
+ * on by default with generic KASAN (v6.12): odebug's default follows kasan=. */
+int odb_slub_rcu_debug_param(struct odb_kernel *k, const char *val)
+{
+	bool b;
+
+	if (odb_kstrtobool(val, &b))
+		return odb_err(k, ODB_EINVAL, "odebug.slub_rcu_debug: `%s' invalid for parameter "
+			       "`odebug.slub_rcu_debug' (on or off)", val ? val : "");
+	slab_state(k)->rcu_debug = b;
+	return 0;
+}
+
+void odb_slub_rcu_debug_show(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", slub_rcu_debug_on(k) ? "on" : "off");
+}
 int odb_slub_debug_param(struct odb_kernel *k, const char *val) { return setup_slub_debug(k, val); }
 void odb_slub_debug_show(struct odb_kernel *k, char *buf, size_t len) { slub_debug_show(k, buf, len); }
 
@@ -1987,6 +2084,7 @@ int odb_slab_early_init(struct odb_kernel *k)
 	INIT_LIST_HEAD(&ss->slab_caches);
 	INIT_LIST_HEAD(&ss->zombies);
 	INIT_LIST_HEAD(&ss->dead);
+	ss->rcu_debug = -1;
 	k->slab = ss;
 	return 0;
 }

@@ -118,6 +118,7 @@ struct kmem_cache {
 	bool fastpath;                      /* no debug flag, T or KASAN: the inline fast paths run */
 	bool fastfree;                      /* fastpath, and no debug_check_no_obj_freed on free */
 	bool check_obj_freed;               /* debug_check_no_obj_freed on free (while debug objects are on) */
+	bool rcu_debug;                     /* SLAB_TYPESAFE_BY_RCU with SLUB_RCU_DEBUG: frees deferred */
 	bool kasan;                         /* kasan_enabled() (fixed at boot), read on every slow path */
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
@@ -160,6 +161,7 @@ struct odb_slab_state {
 	char *slub_debug_str;
 	enum slub_path path;
 	struct odb_rcu *rcu;                /* kvfree_rcu (rcu.c) */
+	int rcu_debug;                      /* odebug.slub_rcu_debug=: -1 default (with KASAN), 0, 1 */
 };
 
 /* spin_lock(&n->list_lock) / spin_unlock(): through its bias when it has one */
@@ -346,11 +348,18 @@ struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name);
 struct kmem_cache *kmalloc_slab(struct odb_kernel *k, size_t size);
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size);
 
-/* kvfree_rcu (rcu.c) */
+/* kvfree_rcu and SLUB_RCU_DEBUG's deferred frees (rcu.c) */
 int odb_rcu_init(struct odb_kernel *k);
 void odb_rcu_exit(struct odb_kernel *k);
 int kvfree_rcu(struct odb_kernel *k, void *obj);
 void kvfree_rcu_barrier(struct odb_kernel *k);
+/* call_rcu(&delayed_free->head, slab_free_after_rcu_debug) for object obj
+ * and its record rec; ODB_ENOMEM if it could not be queued. */
+int call_rcu_slab_free(struct odb_kernel *k, void *obj, void *rec);
+/* SLUB_RCU_DEBUG (slub.c): sizeof(struct rcu_delayed_free): rcu_head + object */
+#define SLUB_RCU_DELAYED_FREE_SIZE 24
+bool slab_free_defer_rcu_debug(struct kmem_cache *s, void *x);
+void slab_free_after_rcu_debug(struct odb_kernel *k, void *object, void *rec);
 
 /* ---- slub_debug (slub_debug.c) --------------------------------------------- */
 #define SLUB_RED_INACTIVE 0xbb
