@@ -86,6 +86,7 @@ struct kasan_report_info {
 	void *object;                 /* host pointer */
 	size_t alloc_size;
 	struct kasan_track alloc_track, free_track;
+	uint32_t aux_stack[2];        /* kasan_record_aux_stack's, newest first */
 	uint32_t here;                /* stack of the bad access */
 	const struct odb_kasan_foreign *foreign;   /* odb_kasan_report_foreign */
 	bool from_ip;                 /* an instrumented access: "in <ip's function>" */
@@ -143,8 +144,10 @@ static void complete_report_info(struct odb_kernel *k, struct kasan_report_info 
 		struct kasan_alloc_meta *am = kasan_get_alloc_meta(info->cache, info->object);
 		struct kasan_free_meta *fm = kasan_get_free_meta(info->cache, info->object);
 
-		if (am)
+		if (am) {
 			memcpy(&info->alloc_track, &am->alloc_track, sizeof(info->alloc_track));
+			memcpy(info->aux_stack, am->aux_stack, sizeof(info->aux_stack));
+		}
 		if (fm && *kasan_host_to_shadow(k, info->object) == KASAN_SLAB_FREE_META)
 			memcpy(&info->free_track, &fm->free_track, sizeof(info->free_track));
 	}
@@ -163,6 +166,16 @@ static void describe_object(struct odb_kernel *k, struct odb_report_impl *r,
 	}
 	if (info->free_track.stack) {
 		print_track(k, r, &info->free_track, "Freed");
+		report_line(r, "%s", "");
+	}
+	/* kasan_print_aux_stacks (generic): call_rcu / queue_work stacks */
+	for (int i = 0; i < 2; i++) {
+		/* (a handle the arena's meta holds: only a stored stack is printed) */
+		if (!info->aux_stack[i] || info->aux_stack[i] > odb_stack_depot_count(k))
+			continue;
+		report_line(r, "%s", i ? "Second to last potentially related work creation:"
+				       : "Last potentially related work creation:");
+		stack_depot_print_to(k, info->aux_stack[i], r);
 		report_line(r, "%s", "");
 	}
 	report_line(r, "The buggy address belongs to the object at %016llx",

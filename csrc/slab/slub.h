@@ -351,6 +351,9 @@ int odb_rcu_init(struct odb_kernel *k);
 void odb_rcu_exit(struct odb_kernel *k);
 int kvfree_rcu(struct odb_kernel *k, void *obj);
 void kvfree_rcu_barrier(struct odb_kernel *k);
+/* call_rcu: fn(k, head's arena address, ctx) after a grace period */
+int call_rcu(struct odb_kernel *k, void *head, odb_rcu_callback_fn fn, void *ctx);
+void rcu_barrier(struct odb_kernel *k);
 
 /* ---- slub_debug (slub_debug.c) --------------------------------------------- */
 #define SLUB_RED_INACTIVE 0xbb
