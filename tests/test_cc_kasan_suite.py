@@ -162,7 +162,7 @@ def suite(request, tmp_path_factory):
         pytest.skip("no clang with -fsanitize=kernel-address installed")
     out = tmp_path_factory.mktemp("kasan_suite") / f"libkasan_suite-{request.param}.so"
     p = subprocess.run([sys.executable, "-m", "odebug", "cc", "--", compiler, "-O1", "-shared",
-                        "-fPIC", "-Wall", "-Wextra", "-Werror", SUITE, "-o", str(out)],
+                        "-fPIC", "-Wall", "-Wextra", "-Wshadow", "-Werror", SUITE, "-o", str(out)],
                        capture_output=True, text=True, cwd=os.path.dirname(HERE))
     assert p.returncode == 0, p.stderr
     return Suite(str(out), request.param)

@@ -116,24 +116,24 @@ typedef unsigned int gfp_t;
 #define smp_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 /* ---- pointer conversions (always inlined: tracks name the caller) ------------------- */
-static inline __attribute__((always_inline)) void *odb_cc_ptr(odb_kernel *k, odb_addr_t a)
+static inline __attribute__((always_inline)) void *odb_cc_ptr(odb_kernel *k_, odb_addr_t a_)
 {
-	if (a == ODB_ZERO_SIZE_PTR)
+	if (a_ == ODB_ZERO_SIZE_PTR)
 		return ZERO_SIZE_PTR;
-	return a ? odb_host_ptr(k, a, 0) : NULL;
+	return a_ ? odb_host_ptr(k_, a_, 0) : NULL;
 }
 /* A host pointer's arena address; a pointer outside the arena is passed on
  * as it is (kfree of it is then the kernel's invalid free / bad address). */
-static inline __attribute__((always_inline)) odb_addr_t odb_cc_addr(odb_kernel *k, const void *p)
+static inline __attribute__((always_inline)) odb_addr_t odb_cc_addr(odb_kernel *k_, const void *p_)
 {
-	odb_addr_t a;
+	odb_addr_t a_;
 
-	if (!p)
+	if (!p_)
 		return 0;
-	if (p == ZERO_SIZE_PTR)
+	if (p_ == ZERO_SIZE_PTR)
 		return ODB_ZERO_SIZE_PTR;
-	a = odb_virt_addr(k, p);
-	return a ? a : (odb_addr_t)(uintptr_t)p;
+	a_ = odb_virt_addr(k_, p_);
+	return a_ ? a_ : (odb_addr_t)(uintptr_t)p_;
 }
 
 /* ---- kmalloc ------------------------------------------------------------------------ */
@@ -198,44 +198,44 @@ static inline __attribute__((always_inline)) odb_addr_t odb_cc_addr(odb_kernel *
 
 /* kmem_cache_alloc_bulk: all size objects or none (0); returns size */
 static inline __attribute__((always_inline)) int
-kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
+kmem_cache_alloc_bulk(struct kmem_cache *s_, gfp_t gfp_, size_t size_, void **p_)
 {
-	odb_kernel *k = odb_cc_current();
-	odb_addr_t a[16];
-	size_t done = 0;
+	odb_kernel *k_ = odb_cc_current();
+	odb_addr_t a_[16];
+	size_t done_ = 0;
 
-	if (!k)
+	if (!k_)
 		return 0;
-	while (done < size) {
-		size_t n = size - done < 16 ? size - done : 16;
+	while (done_ < size_) {
+		size_t n_ = size_ - done_ < 16 ? size_ - done_ : 16;
 
-		if (odb_kmem_cache_alloc_bulk(k, s, gfp, n, a) != ODB_OK) {
-			for (size_t i = 0; i < done; i++)
-				odb_kmem_cache_free(k, s, odb_cc_addr(k, p[i]));
+		if (odb_kmem_cache_alloc_bulk(k_, s_, gfp_, n_, a_) != ODB_OK) {
+			for (size_t i_ = 0; i_ < done_; i_++)
+				odb_kmem_cache_free(k_, s_, odb_cc_addr(k_, p_[i_]));
 			return 0;
 		}
-		for (size_t i = 0; i < n; i++)
-			p[done + i] = odb_cc_ptr(k, a[i]);
-		done += n;
+		for (size_t i_ = 0; i_ < n_; i_++)
+			p_[done_ + i_] = odb_cc_ptr(k_, a_[i_]);
+		done_ += n_;
 	}
-	return (int)size;
+	return (int)size_;
 }
 
 static inline __attribute__((always_inline)) void
-kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
+kmem_cache_free_bulk(struct kmem_cache *s_, size_t size_, void **p_)
 {
-	odb_kernel *k = odb_cc_current();
-	odb_addr_t a[16];
+	odb_kernel *k_ = odb_cc_current();
+	odb_addr_t a_[16];
 
-	if (!k)
+	if (!k_)
 		return;
-	for (size_t done = 0; done < size;) {
-		size_t n = size - done < 16 ? size - done : 16;
+	for (size_t done_ = 0; done_ < size_;) {
+		size_t n_ = size_ - done_ < 16 ? size_ - done_ : 16;
 
-		for (size_t i = 0; i < n; i++)
-			a[i] = odb_cc_addr(k, p[done + i]);
-		odb_kmem_cache_free_bulk(k, s, n, a);
-		done += n;
+		for (size_t i_ = 0; i_ < n_; i_++)
+			a_[i_] = odb_cc_addr(k_, p_[done_ + i_]);
+		odb_kmem_cache_free_bulk(k_, s_, n_, a_);
+		done_ += n_;
 	}
 }
 
@@ -251,34 +251,52 @@ typedef uint64_t phys_addr_t;
 				(uint64_t)(pfn) * ODB_CC_STRUCT_PAGE_SIZE))
 #define page_to_pfn(pg)   (((uint64_t)(uintptr_t)(pg) - ODB_CC_VMEMMAP) / ODB_CC_STRUCT_PAGE_SIZE)
 #define offset_in_page(p) ((unsigned long)(uintptr_t)(p) & ~PAGE_MASK)
-#define virt_to_phys(p) ({                                                      \
-	odb_kernel *k_ = odb_cc_current();                                     \
-	(phys_addr_t)(k_ ? odb_cc_addr(k_, (p)) - ODB_PAGE_OFFSET : 0); })
-#define phys_to_virt(x) ({                                                      \
-	odb_kernel *k_ = odb_cc_current();                                     \
-	k_ ? odb_cc_ptr(k_, (phys_addr_t)(x) + ODB_PAGE_OFFSET) : (void *)0; })
+/* (functions, not macros: they nest, as page_address(virt_to_page(p)) does) */
+static inline __attribute__((always_inline, unused)) phys_addr_t virt_to_phys(const volatile void *p_)
+{
+	odb_kernel *k_ = odb_cc_current();
+
+	return k_ ? (phys_addr_t)(odb_cc_addr(k_, (const void *)p_) - ODB_PAGE_OFFSET) : 0;
+}
+static inline __attribute__((always_inline, unused)) void *phys_to_virt(phys_addr_t x_)
+{
+	odb_kernel *k_ = odb_cc_current();
+
+	return k_ ? odb_cc_ptr(k_, x_ + ODB_PAGE_OFFSET) : (void *)0;
+}
 #define virt_to_page(p)   pfn_to_page(virt_to_phys(p) >> PAGE_SHIFT)
 #define page_to_phys(pg)  ((phys_addr_t)page_to_pfn(pg) << PAGE_SHIFT)
 #define page_address(pg)  phys_to_virt(page_to_phys(pg))
-#define alloc_pages(gfp, order) ({                                              \
-	odb_kernel *k_ = odb_cc_current();                                     \
-	odb_addr_t a_ = 0;                                                     \
-	(k_ && odb_alloc_pages(k_, (gfp), (order), &a_) == ODB_OK) ?           \
-		pfn_to_page((a_ - ODB_PAGE_OFFSET) >> PAGE_SHIFT) : (struct page *)0; })
-#define __free_pages(pg, order) do {                                            \
-	odb_kernel *k_ = odb_cc_current();                                     \
-	if (k_ && (pg))                                                        \
-		odb_free_pages(k_, page_to_phys(pg) + ODB_PAGE_OFFSET, (order)); \
-} while (0)
-#define __get_free_pages(gfp, order) ({                                         \
-	struct page *pg_ = alloc_pages((gfp), (order));                        \
-	pg_ ? (unsigned long)(uintptr_t)page_address(pg_) : 0UL; })
-#define free_pages(addr, order) do {                                            \
-	odb_kernel *k_ = odb_cc_current();                                     \
-	unsigned long x_ = (addr);                                             \
-	if (k_ && x_)                                                          \
-		odb_free_pages(k_, odb_cc_addr(k_, (const void *)(uintptr_t)x_), (order)); \
-} while (0)
+static inline __attribute__((always_inline, unused)) struct page *alloc_pages(gfp_t gfp_, unsigned int order_)
+{
+	odb_kernel *k_ = odb_cc_current();
+	odb_addr_t a_ = 0;
+
+	if (!k_ || odb_alloc_pages(k_, gfp_, order_, &a_) != ODB_OK)
+		return (struct page *)0;
+	return pfn_to_page((a_ - ODB_PAGE_OFFSET) >> PAGE_SHIFT);
+}
+static inline __attribute__((always_inline, unused)) void __free_pages(struct page *pg_, unsigned int order_)
+{
+	odb_kernel *k_ = odb_cc_current();
+
+	if (k_ && pg_)
+		odb_free_pages(k_, page_to_phys(pg_) + ODB_PAGE_OFFSET, order_);
+}
+static inline __attribute__((always_inline, unused)) unsigned long __get_free_pages(gfp_t gfp_,
+										  unsigned int order_)
+{
+	struct page *pg_ = alloc_pages(gfp_, order_);
+
+	return pg_ ? (unsigned long)(uintptr_t)page_address(pg_) : 0UL;
+}
+static inline __attribute__((always_inline, unused)) void free_pages(unsigned long addr_, unsigned int order_)
+{
+	odb_kernel *k_ = odb_cc_current();
+
+	if (k_ && addr_)
+		odb_free_pages(k_, odb_cc_addr(k_, (const void *)(uintptr_t)addr_), order_);
+}
 
 /* ---- RCU ----------------------------------------------------------------------------- */
 /* The kernel's callback_head.  odebug never reads it; call_rcu writes it,
@@ -331,85 +349,85 @@ typedef struct { long counter; } atomic_long_t;
 #define ODB_CC_INSTR __attribute__((always_inline, unused)) static inline
 
 #define ODB_CC_DEFINE_ATOMICS(pfx, atype, T)                                               \
-ODB_CC_ARCH T arch_##pfx##_read(const atype *v)                                          \
-{ return __atomic_load_n(&v->counter, __ATOMIC_RELAXED); }                             \
-ODB_CC_ARCH void arch_##pfx##_set(atype *v, T i)                                         \
-{ __atomic_store_n(&v->counter, i, __ATOMIC_RELAXED); }                                \
-ODB_CC_ARCH T arch_##pfx##_fetch_add(atype *v, T i)                                      \
-{ return __atomic_fetch_add(&v->counter, i, __ATOMIC_SEQ_CST); }                       \
-ODB_CC_ARCH T arch_##pfx##_fetch_and(atype *v, T i)                                      \
-{ return __atomic_fetch_and(&v->counter, i, __ATOMIC_SEQ_CST); }                       \
-ODB_CC_ARCH T arch_##pfx##_fetch_or(atype *v, T i)                                       \
-{ return __atomic_fetch_or(&v->counter, i, __ATOMIC_SEQ_CST); }                        \
-ODB_CC_ARCH T arch_##pfx##_fetch_xor(atype *v, T i)                                      \
-{ return __atomic_fetch_xor(&v->counter, i, __ATOMIC_SEQ_CST); }                       \
-ODB_CC_ARCH T arch_##pfx##_xchg(atype *v, T i)                                           \
-{ return __atomic_exchange_n(&v->counter, i, __ATOMIC_SEQ_CST); }                      \
-ODB_CC_ARCH bool arch_##pfx##_try_cmpxchg(atype *v, T *old, T new_)                      \
-{ return __atomic_compare_exchange_n(&v->counter, old, new_, false, __ATOMIC_SEQ_CST,   \
-				     __ATOMIC_RELAXED); }                               \
-/* the generic fallbacks, on the arch operations */                                    \
-ODB_CC_ARCH bool arch_##pfx##_add_unless(atype *v, T a, T u)                             \
-{ T c = arch_##pfx##_read(v);                                                          \
-  do { if (c == u) return false; } while (!arch_##pfx##_try_cmpxchg(v, &c, c + a));    \
-  return true; }                                                                       \
-ODB_CC_ARCH bool arch_##pfx##_inc_unless_negative(atype *v)                              \
-{ T c = arch_##pfx##_read(v);                                                          \
-  do { if (c < 0) return false; } while (!arch_##pfx##_try_cmpxchg(v, &c, c + 1));     \
-  return true; }                                                                       \
-ODB_CC_ARCH bool arch_##pfx##_dec_unless_positive(atype *v)                              \
-{ T c = arch_##pfx##_read(v);                                                          \
-  do { if (c > 0) return false; } while (!arch_##pfx##_try_cmpxchg(v, &c, c - 1));     \
-  return true; }                                                                       \
-ODB_CC_ARCH T arch_##pfx##_dec_if_positive(atype *v)                                     \
-{ T c = arch_##pfx##_read(v);                                                          \
-  do { if (c - 1 < 0) return c - 1; } while (!arch_##pfx##_try_cmpxchg(v, &c, c - 1)); \
-  return c - 1; }                                                                      \
-ODB_CC_INSTR T pfx##_read(const atype *v)                                                \
-{ kasan_check_read(v, sizeof(*v)); return arch_##pfx##_read(v); }                      \
-ODB_CC_INSTR void pfx##_set(atype *v, T i)                                               \
-{ kasan_check_write(v, sizeof(*v)); arch_##pfx##_set(v, i); }                          \
-ODB_CC_INSTR T pfx##_fetch_add(T i, atype *v)                                            \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_fetch_add(v, i); }             \
-ODB_CC_INSTR T pfx##_add_return(T i, atype *v)                                           \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_fetch_add(v, i) + i; }         \
-ODB_CC_INSTR void pfx##_add(T i, atype *v) { (void)pfx##_fetch_add(i, v); }              \
-ODB_CC_INSTR void pfx##_sub(T i, atype *v) { (void)pfx##_fetch_add(-i, v); }             \
-ODB_CC_INSTR void pfx##_inc(atype *v) { (void)pfx##_fetch_add(1, v); }                   \
-ODB_CC_INSTR void pfx##_dec(atype *v) { (void)pfx##_fetch_add(-1, v); }                  \
-ODB_CC_INSTR void pfx##_and(T i, atype *v)                                               \
-{ kasan_check_write(v, sizeof(*v)); (void)arch_##pfx##_fetch_and(v, i); }              \
-ODB_CC_INSTR void pfx##_andnot(T i, atype *v)                                            \
-{ kasan_check_write(v, sizeof(*v)); (void)arch_##pfx##_fetch_and(v, ~i); }             \
-ODB_CC_INSTR void pfx##_or(T i, atype *v)                                                \
-{ kasan_check_write(v, sizeof(*v)); (void)arch_##pfx##_fetch_or(v, i); }               \
-ODB_CC_INSTR void pfx##_xor(T i, atype *v)                                               \
-{ kasan_check_write(v, sizeof(*v)); (void)arch_##pfx##_fetch_xor(v, i); }              \
-ODB_CC_INSTR T pfx##_xchg(atype *v, T i)                                                 \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_xchg(v, i); }                  \
-ODB_CC_INSTR T pfx##_cmpxchg(atype *v, T old, T new_)                                    \
-{ kasan_check_write(v, sizeof(*v)); arch_##pfx##_try_cmpxchg(v, &old, new_); return old; } \
-/* the expected value is read and, on failure, written: checked as a write */          \
-ODB_CC_INSTR bool pfx##_try_cmpxchg(atype *v, T *old, T new_)                            \
-{ kasan_check_write(v, sizeof(*v)); kasan_check_write(old, sizeof(*old));              \
-  return arch_##pfx##_try_cmpxchg(v, old, new_); }                                     \
-ODB_CC_INSTR bool pfx##_sub_and_test(T i, atype *v)                                      \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_fetch_add(v, -i) == i; }       \
-ODB_CC_INSTR bool pfx##_dec_and_test(atype *v)                                           \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_fetch_add(v, -1) == 1; }       \
-ODB_CC_INSTR bool pfx##_inc_and_test(atype *v)                                           \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_fetch_add(v, 1) == -1; }       \
-ODB_CC_INSTR bool pfx##_add_negative(T i, atype *v)                                      \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_fetch_add(v, i) + i < 0; }     \
-ODB_CC_INSTR bool pfx##_add_unless(atype *v, T a, T u)                                   \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_add_unless(v, a, u); }         \
-ODB_CC_INSTR bool pfx##_inc_not_zero(atype *v) { return pfx##_add_unless(v, 1, 0); }     \
-ODB_CC_INSTR bool pfx##_inc_unless_negative(atype *v)                                    \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_inc_unless_negative(v); }      \
-ODB_CC_INSTR bool pfx##_dec_unless_positive(atype *v)                                    \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_dec_unless_positive(v); }      \
-ODB_CC_INSTR T pfx##_dec_if_positive(atype *v)                                           \
-{ kasan_check_write(v, sizeof(*v)); return arch_##pfx##_dec_if_positive(v); }
+ODB_CC_ARCH T arch_##pfx##_read(const atype *v_)                                           \
+{ return __atomic_load_n(&v_->counter, __ATOMIC_RELAXED); }                                \
+ODB_CC_ARCH void arch_##pfx##_set(atype *v_, T i_)                                         \
+{ __atomic_store_n(&v_->counter, i_, __ATOMIC_RELAXED); }                                  \
+ODB_CC_ARCH T arch_##pfx##_fetch_add(atype *v_, T i_)                                      \
+{ return __atomic_fetch_add(&v_->counter, i_, __ATOMIC_SEQ_CST); }                         \
+ODB_CC_ARCH T arch_##pfx##_fetch_and(atype *v_, T i_)                                      \
+{ return __atomic_fetch_and(&v_->counter, i_, __ATOMIC_SEQ_CST); }                         \
+ODB_CC_ARCH T arch_##pfx##_fetch_or(atype *v_, T i_)                                       \
+{ return __atomic_fetch_or(&v_->counter, i_, __ATOMIC_SEQ_CST); }                          \
+ODB_CC_ARCH T arch_##pfx##_fetch_xor(atype *v_, T i_)                                      \
+{ return __atomic_fetch_xor(&v_->counter, i_, __ATOMIC_SEQ_CST); }                         \
+ODB_CC_ARCH T arch_##pfx##_xchg(atype *v_, T i_)                                           \
+{ return __atomic_exchange_n(&v_->counter, i_, __ATOMIC_SEQ_CST); }                        \
+ODB_CC_ARCH bool arch_##pfx##_try_cmpxchg(atype *v_, T *old_, T new_)                      \
+{ return __atomic_compare_exchange_n(&v_->counter, old_, new_, false, __ATOMIC_SEQ_CST,    \
+				     __ATOMIC_RELAXED); }                                                              \
+/* the generic fallbacks, on the arch operations */                                        \
+ODB_CC_ARCH bool arch_##pfx##_add_unless(atype *v_, T a_, T u_)                            \
+{ T c_ = arch_##pfx##_read(v_);                                                            \
+  do { if (c_ == u_) return false; } while (!arch_##pfx##_try_cmpxchg(v_, &c_, c_ + a_));  \
+  return true; }                                                                           \
+ODB_CC_ARCH bool arch_##pfx##_inc_unless_negative(atype *v_)                               \
+{ T c_ = arch_##pfx##_read(v_);                                                            \
+  do { if (c_ < 0) return false; } while (!arch_##pfx##_try_cmpxchg(v_, &c_, c_ + 1));     \
+  return true; }                                                                           \
+ODB_CC_ARCH bool arch_##pfx##_dec_unless_positive(atype *v_)                               \
+{ T c_ = arch_##pfx##_read(v_);                                                            \
+  do { if (c_ > 0) return false; } while (!arch_##pfx##_try_cmpxchg(v_, &c_, c_ - 1));     \
+  return true; }                                                                           \
+ODB_CC_ARCH T arch_##pfx##_dec_if_positive(atype *v_)                                      \
+{ T c_ = arch_##pfx##_read(v_);                                                            \
+  do { if (c_ - 1 < 0) return c_ - 1; } while (!arch_##pfx##_try_cmpxchg(v_, &c_, c_ - 1)); \
+  return c_ - 1; }                                                                         \
+ODB_CC_INSTR T pfx##_read(const atype *v_)                                                 \
+{ kasan_check_read(v_, sizeof(*v_)); return arch_##pfx##_read(v_); }                       \
+ODB_CC_INSTR void pfx##_set(atype *v_, T i_)                                               \
+{ kasan_check_write(v_, sizeof(*v_)); arch_##pfx##_set(v_, i_); }                          \
+ODB_CC_INSTR T pfx##_fetch_add(T i_, atype *v_)                                            \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_fetch_add(v_, i_); }             \
+ODB_CC_INSTR T pfx##_add_return(T i_, atype *v_)                                           \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_fetch_add(v_, i_) + i_; }        \
+ODB_CC_INSTR void pfx##_add(T i_, atype *v_) { (void)pfx##_fetch_add(i_, v_); }            \
+ODB_CC_INSTR void pfx##_sub(T i_, atype *v_) { (void)pfx##_fetch_add(-i_, v_); }           \
+ODB_CC_INSTR void pfx##_inc(atype *v_) { (void)pfx##_fetch_add(1, v_); }                   \
+ODB_CC_INSTR void pfx##_dec(atype *v_) { (void)pfx##_fetch_add(-1, v_); }                  \
+ODB_CC_INSTR void pfx##_and(T i_, atype *v_)                                               \
+{ kasan_check_write(v_, sizeof(*v_)); (void)arch_##pfx##_fetch_and(v_, i_); }              \
+ODB_CC_INSTR void pfx##_andnot(T i_, atype *v_)                                            \
+{ kasan_check_write(v_, sizeof(*v_)); (void)arch_##pfx##_fetch_and(v_, ~i_); }             \
+ODB_CC_INSTR void pfx##_or(T i_, atype *v_)                                                \
+{ kasan_check_write(v_, sizeof(*v_)); (void)arch_##pfx##_fetch_or(v_, i_); }               \
+ODB_CC_INSTR void pfx##_xor(T i_, atype *v_)                                               \
+{ kasan_check_write(v_, sizeof(*v_)); (void)arch_##pfx##_fetch_xor(v_, i_); }              \
+ODB_CC_INSTR T pfx##_xchg(atype *v_, T i_)                                                 \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_xchg(v_, i_); }                  \
+ODB_CC_INSTR T pfx##_cmpxchg(atype *v_, T old_, T new_)                                    \
+{ kasan_check_write(v_, sizeof(*v_)); arch_##pfx##_try_cmpxchg(v_, &old_, new_); return old_; } \
+/* the expected value is read and, on failure, written: checked as a write */              \
+ODB_CC_INSTR bool pfx##_try_cmpxchg(atype *v_, T *old_, T new_)                            \
+{ kasan_check_write(v_, sizeof(*v_)); kasan_check_write(old_, sizeof(*old_));              \
+  return arch_##pfx##_try_cmpxchg(v_, old_, new_); }                                       \
+ODB_CC_INSTR bool pfx##_sub_and_test(T i_, atype *v_)                                      \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_fetch_add(v_, -i_) == i_; }      \
+ODB_CC_INSTR bool pfx##_dec_and_test(atype *v_)                                            \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_fetch_add(v_, -1) == 1; }        \
+ODB_CC_INSTR bool pfx##_inc_and_test(atype *v_)                                            \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_fetch_add(v_, 1) == -1; }        \
+ODB_CC_INSTR bool pfx##_add_negative(T i_, atype *v_)                                      \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_fetch_add(v_, i_) + i_ < 0; }    \
+ODB_CC_INSTR bool pfx##_add_unless(atype *v_, T a_, T u_)                                  \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_add_unless(v_, a_, u_); }        \
+ODB_CC_INSTR bool pfx##_inc_not_zero(atype *v_) { return pfx##_add_unless(v_, 1, 0); }     \
+ODB_CC_INSTR bool pfx##_inc_unless_negative(atype *v_)                                     \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_inc_unless_negative(v_); }       \
+ODB_CC_INSTR bool pfx##_dec_unless_positive(atype *v_)                                     \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_dec_unless_positive(v_); }       \
+ODB_CC_INSTR T pfx##_dec_if_positive(atype *v_)                                            \
+{ kasan_check_write(v_, sizeof(*v_)); return arch_##pfx##_dec_if_positive(v_); }
 
 ODB_CC_DEFINE_ATOMICS(atomic, atomic_t, int)
 ODB_CC_DEFINE_ATOMICS(atomic_long, atomic_long_t, long)
@@ -420,35 +438,35 @@ ODB_CC_DEFINE_ATOMICS(atomic_long, atomic_long_t, long)
 #define BIT_WORD(nr)  ((unsigned long)(nr) / BITS_PER_LONG)
 #define BIT_MASK(nr)  (1UL << ((unsigned long)(nr) % BITS_PER_LONG))
 
-ODB_CC_ARCH unsigned long odb_cc_bit_rmw(volatile unsigned long *w, unsigned long mask, int op)
+ODB_CC_ARCH unsigned long odb_cc_bit_rmw(volatile unsigned long *w_, unsigned long mask_, int op_)
 {
-	unsigned long *p = (unsigned long *)w;
+	unsigned long *p_ = (unsigned long *)w_;
 
-	switch (op) {
-	case 0: return __atomic_fetch_or(p, mask, __ATOMIC_SEQ_CST);
-	case 1: return __atomic_fetch_and(p, ~mask, __ATOMIC_SEQ_CST);
-	case 2: return __atomic_fetch_xor(p, mask, __ATOMIC_SEQ_CST);
-	case 3: return __atomic_fetch_and(p, ~mask, __ATOMIC_RELEASE);       /* _unlock */
-	case 4: return __atomic_fetch_or(p, mask, __ATOMIC_ACQUIRE);         /* _lock */
-	default: return __atomic_load_n(p, __ATOMIC_RELAXED);
+	switch (op_) {
+	case 0: return __atomic_fetch_or(p_, mask_, __ATOMIC_SEQ_CST);
+	case 1: return __atomic_fetch_and(p_, ~mask_, __ATOMIC_SEQ_CST);
+	case 2: return __atomic_fetch_xor(p_, mask_, __ATOMIC_SEQ_CST);
+	case 3: return __atomic_fetch_and(p_, ~mask_, __ATOMIC_RELEASE);       /* _unlock */
+	case 4: return __atomic_fetch_or(p_, mask_, __ATOMIC_ACQUIRE);         /* _lock */
+	default: return __atomic_load_n(p_, __ATOMIC_RELAXED);
 	}
 }
 
-ODB_CC_ARCH unsigned long odb_cc_bit_rmw_plain(volatile unsigned long *w, unsigned long mask, int op)
+ODB_CC_ARCH unsigned long odb_cc_bit_rmw_plain(volatile unsigned long *w_, unsigned long mask_, int op_)
 {
-	unsigned long old = *w;
+	unsigned long old_ = *w_;
 
-	*w = op == 0 ? old | mask : op == 1 ? old & ~mask : old ^ mask;
-	return old;
+	*w_ = op_ == 0 ? old_ | mask_ : op_ == 1 ? old_ & ~mask_ : old_ ^ mask_;
+	return old_;
 }
 
-#define ODB_CC_BITOP(name, check, fn, op)                                                   \
-ODB_CC_INSTR void name(long nr, volatile unsigned long *addr)                               \
-{ check(addr + BIT_WORD(nr), sizeof(long)); (void)fn(addr + BIT_WORD(nr), BIT_MASK(nr), op); }
-#define ODB_CC_TEST_BITOP(name, check, fn, op)                                              \
-ODB_CC_INSTR bool name(long nr, volatile unsigned long *addr)                               \
-{ check(addr + BIT_WORD(nr), sizeof(long));                                                \
-  return (fn(addr + BIT_WORD(nr), BIT_MASK(nr), op) & BIT_MASK(nr)) != 0; }
+#define ODB_CC_BITOP(name, check, fn, op_)                                                 \
+ODB_CC_INSTR void name(long nr_, volatile unsigned long *addr_)                            \
+{ check(addr_ + BIT_WORD(nr_), sizeof(long)); (void)fn(addr_ + BIT_WORD(nr_), BIT_MASK(nr_), op_); }
+#define ODB_CC_TEST_BITOP(name, check, fn, op_)                                            \
+ODB_CC_INSTR bool name(long nr_, volatile unsigned long *addr_)                            \
+{ check(addr_ + BIT_WORD(nr_), sizeof(long));                                              \
+  return (fn(addr_ + BIT_WORD(nr_), BIT_MASK(nr_), op_) & BIT_MASK(nr_)) != 0; }
 
 ODB_CC_BITOP(set_bit, kasan_check_write, odb_cc_bit_rmw, 0)
 ODB_CC_BITOP(clear_bit, kasan_check_write, odb_cc_bit_rmw, 1)
@@ -497,20 +515,20 @@ void odb_cc_destroy_workqueue(struct workqueue_struct *wq);
 	w_->entry.next = w_->entry.prev = &w_->entry;                          \
 	w_->func = (f);                                                        \
 } while (0)
-ODB_CC_INSTR bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
+ODB_CC_INSTR bool queue_work(struct workqueue_struct *wq_, struct work_struct *work_)
 {
-	odb_kernel *k = odb_cc_current();
-	void (*fn)(void *);
-	work_func_t f;
+	odb_kernel *k_ = odb_cc_current();
+	void (*fn_)(void *);
+	work_func_t f_;
 
-	if (test_and_set_bit(0, (volatile unsigned long *)&work->data.counter))
+	if (test_and_set_bit(0, (volatile unsigned long *)&work_->data.counter))
 		return false;            /* already pending */
-	f = work->func;
-	memcpy(&fn, &f, sizeof(fn));
+	f_ = work_->func;
+	memcpy(&fn_, &f_, sizeof(fn_));
 	/* insert_work's kasan_record_aux_stack, made here: the stack names the caller */
-	if (k)
-		odb_kasan_record_aux_stack(k, odb_cc_addr(k, work));
-	return odb_cc_queue_work(wq, work, fn);
+	if (k_)
+		odb_kasan_record_aux_stack(k_, odb_cc_addr(k_, work_));
+	return odb_cc_queue_work(wq_, work_, fn_);
 }
 
 /* ---- checked mem* (instrumented builds only) ------------------------------------- */
