@@ -181,7 +181,7 @@ def test_libodebug_exports_no_asan_symbols():
 
 def test_flags_and_the_cli_wrapper(tmp_path):
     f = cc.cflags()
-    assert "-fsanitize=kernel-address" in f and "asan-stack=0" in f
+    assert "-fsanitize=kernel-address" in f and "asan-stack=1" in f and "asan-instrument-allocas=1" in f
     assert "-I" + odebug.get_include() in f
     assert any(x.startswith("-Wl,-rpath,") for x in cc.ldflags())
     p = subprocess.run([sys.executable, "-m", "odebug", "cc", "--help"],

@@ -467,6 +467,41 @@ def test_report_free_tracks_and_free_line(k):
     assert "Freed by task" in r.text and r.free_track is not None
 
 
+def _queue_the_free(k, p):
+    k.kfree_rcu(p)
+
+
+def test_kfree_rcu_records_the_work_creation_stack(k):
+    # kvfree_call_rcu's kasan_record_aux_stack: a later report on the object
+    # says where its deferred free was queued, after its free track
+    p = k.kmalloc(40)
+    _queue_the_free(k, p)
+    k.rcu_barrier()
+    with Expect(k, R(UAF)) as e:
+        k.read(p, 1)
+    lines = e.reports[0].text.splitlines()
+    i = lines.index("Last potentially related work creation:")
+    aux = lines[i + 1:lines.index("", i)]
+    assert aux[-1].endswith(":_queue_the_free"), aux
+    assert lines.index("Freed by task 1:") < i < \
+        lines.index("The buggy address belongs to the object at %016x" % p)
+    assert "Second to last potentially related work creation:" not in lines
+    # a new allocation of the slot starts without work stacks
+    k.kasan.quarantine.drain()
+    q = k.kmalloc(40)
+    assert q == p
+    with Expect(k, R(OOB)) as e:
+        k.read(q + 40, 1)
+    assert "potentially related work creation" not in e.reports[0].text
+    # a large kmalloc has no alloc meta: nothing recorded, nothing printed
+    big = k.kmalloc(3 * 4096)
+    k.kfree_rcu(big)
+    k.rcu_barrier()
+    with Expect(k, R("use-after-free")) as e:
+        k.read(big, 1)
+    assert "potentially related work creation" not in e.reports[0].text
+
+
 # ---- quarantine -----------------------------------------------------------------------------
 def fill(k, cache, nbytes, cpu=None):
     objs = [cache.alloc(cpu=cpu) for _ in range(nbytes // cache.size + 1)]

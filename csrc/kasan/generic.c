@@ -297,6 +297,14 @@ int odb_kasan_check_ip(odb_kernel *k, odb_addr_t addr, size_t size, bool is_writ
 	LEAVE(ODB_OK);
 }
 
+int odb_kasan_record_aux_stack(odb_kernel *k, odb_addr_t addr)
+{
+	ENTER(k);
+	if (odb_in_arena(k, addr, 1))
+		kasan_record_aux_stack(k, virt_to_host(k, addr));
+	LEAVE(ODB_OK);
+}
+
 int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok)
 {
 	ENTER(k);

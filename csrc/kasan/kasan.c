@@ -373,6 +373,40 @@ static void kasan_save_free_info(struct kmem_cache *s, void *object)
 	*kasan_host_to_shadow(s->k, object) = KASAN_SLAB_FREE_META;
 }
 
+/*
+ * kasan_record_aux_stack (generic mode): whoever queues deferred work on an
+ * object (call_rcu, kvfree_rcu, queue_work) leaves the calling stack in the
+ * object's alloc meta, so that a later report on the object can say where
+ * the work that touched it came from ("Last potentially related work
+ * creation").  Two stacks are kept, the newest first.  Anything that is not
+ * a slab object with alloc meta (a large kmalloc, a page, host memory) is
+ * ignored, as the kernel ignores it.  Allocation clears both
+ * (kasan_save_alloc_info).
+ */
+void kasan_record_aux_stack(struct odb_kernel *k, void *addr)
+{
+	struct kasan_alloc_meta m, *am;
+	struct kmem_cache *s;
+	struct slab *sl;
+	void *object;
+
+	if (!kasan_enabled(k))
+		return;
+	sl = virt_to_slab(k, addr);
+	if (!sl)
+		return;
+	s = sl->slab_cache;
+	object = nearest_obj(s, sl, addr);
+	am = kasan_get_alloc_meta(s, object);
+	if (!am)
+		return;
+	/* the meta is arena memory (unaligned, user-writable): copied, not trusted */
+	memcpy(&m, am, sizeof(m));
+	m.aux_stack[1] = m.aux_stack[0];
+	m.aux_stack[0] = kasan_save_stack(k);
+	memcpy(am, &m, sizeof(m));
+}
+
 /* ---- slab hooks ------------------------------------------------------------------------- */
 void kasan_poison_slab(struct kmem_cache *s, struct slab *sl)
 {
@@ -546,34 +580,6 @@ bool kasan_slab_free(struct kmem_cache *s, void *object, bool still_accessible)
 		     KASAN_SLAB_FREE);
 	kasan_save_free_info(s, object);
 	return kasan_quarantine_put(s, object);
-}
-
-/* kasan_record_aux_stack: the caller's stack as the object's "potentially
- * related work creation" (call_rcu, kvfree_rcu, SLUB_RCU_DEBUG's deferred
- * free); the two most recent are kept in the alloc meta and printed by
- * reports. */
-void kasan_record_aux_stack(struct odb_kernel *k, void *addr)
-{
-	struct kasan_alloc_meta *m;
-	struct kmem_cache *s;
-	struct slab *sl;
-	void *object;
-	uint32_t aux[2];
-
-	if (!kasan_enabled(k))
-		return;
-	sl = virt_to_slab(k, addr);
-	if (!sl)
-		return;
-	s = sl->slab_cache;
-	object = nearest_obj(s, sl, addr);
-	m = kasan_get_alloc_meta(s, object);
-	if (!m)
-		return;
-	memcpy(aux, m->aux_stack, sizeof(aux));
-	aux[1] = aux[0];
-	aux[0] = kasan_save_stack(k);
-	memcpy(m->aux_stack, aux, sizeof(aux));
 }
 
 bool kasan_kfree_large(struct odb_kernel *k, void *ptr, unsigned long ip)

@@ -207,12 +207,13 @@ bool kasan_slab_pre_free(struct kmem_cache *s, void *object, unsigned long ip);
  * not free it.  still_accessible: an SLAB_TYPESAFE_BY_RCU object before its
  * grace period (neither poisoned nor quarantined). */
 bool kasan_slab_free(struct kmem_cache *s, void *object, bool still_accessible);
-/* The caller's stack as the object's last "potentially related work creation". */
-void kasan_record_aux_stack(struct odb_kernel *k, void *addr);
 /* kfree of a large kmalloc: true = invalid free reported, do not free. */
 bool kasan_kfree_large(struct odb_kernel *k, void *ptr, unsigned long ip);
 /* kasan_check_byte: false (after a report) if the byte is not accessible */
 bool kasan_check_byte(struct odb_kernel *k, const void *addr, unsigned long ip);
+/* call_rcu / kvfree_rcu / queue_work: remember the caller's stack in the alloc
+ * meta of the slab object holding addr (host pointer); no-op for anything else */
+void kasan_record_aux_stack(struct odb_kernel *k, void *addr);
 /* kmem_cache_destroy: quarantined objects of s go back before shutdown */
 void kasan_cache_shutdown(struct kmem_cache *s);
 

@@ -86,7 +86,7 @@ struct kasan_report_info {
 	void *object;                 /* host pointer */
 	size_t alloc_size;
 	struct kasan_track alloc_track, free_track;
-	uint32_t aux_stack[2];        /* "potentially related work creation" stacks */
+	uint32_t aux_stack[2];        /* kasan_record_aux_stack's, newest first */
 	uint32_t here;                /* stack of the bad access */
 	const struct odb_kasan_foreign *foreign;   /* odb_kasan_report_foreign */
 	bool from_ip;                 /* an instrumented access: "in <ip's function>" */
@@ -168,12 +168,13 @@ static void describe_object(struct odb_kernel *k, struct odb_report_impl *r,
 		print_track(k, r, &info->free_track, "Freed");
 		report_line(r, "%s", "");
 	}
-	/* kasan_print_aux_stacks */
+	/* kasan_print_aux_stacks (generic): call_rcu / queue_work stacks */
 	for (int i = 0; i < 2; i++) {
-		if (!info->aux_stack[i])
+		/* (a handle the arena's meta holds: only a stored stack is printed) */
+		if (!info->aux_stack[i] || info->aux_stack[i] > odb_stack_depot_count(k))
 			continue;
-		report_line(r, "%s", i ? "Second to last potentially related work creation:" :
-					 "Last potentially related work creation:");
+		report_line(r, "%s", i ? "Second to last potentially related work creation:"
+				       : "Last potentially related work creation:");
 		stack_depot_print_to(k, info->aux_stack[i], r);
 		report_line(r, "%s", "");
 	}

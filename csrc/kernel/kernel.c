@@ -723,6 +723,14 @@ int odb_current_pid(odb_kernel *k)
 	return t ? t->pid : 0;
 }
 
+void odb_current_comm(odb_kernel *k, char *buf, size_t len)
+{
+	struct odb_task *t = odb_current(k);
+
+	if (buf && len)
+		snprintf(buf, len, "%s", t ? t->comm : "");
+}
+
 void odb_set_comm(odb_kernel *k, const char *comm)
 {
 	struct odb_task *t = odb_current(k);

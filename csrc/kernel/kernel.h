@@ -706,8 +706,7 @@ void report_publish(struct odb_kernel *k, struct odb_report_impl *r);
 void odb_warn(struct odb_kernel *k, const char *subsystem, const char *kind, const char *cache,
 	      odb_addr_t object, const char *pre, const char *msg, const char *file, int line,
 	      const void *fn);
-/* %pS of a host code address ("name+0xoff/0xsize"). */
-void odb_sprint_symbol(struct odb_kernel *k, uintptr_t pc, char *buf, size_t len);
+/* (odb_sprint_symbol, %pS of a host code address: public, odebug.h) */
 /* panic_on_warn handling for a plain WARN: print and maybe mark the task. */
 void odb_check_panic_on_warn(struct odb_kernel *k, const struct odb_report *r);
 

@@ -26,6 +26,7 @@ typedef unsigned int gfp_t;
 #define SLAB_NOLEAKTRACE        0x00800000U
 #define SLAB_NO_MERGE           0x01000000U
 #define SLAB_FAILSLAB           0x02000000U   /* A */
+#define SLAB_ACCOUNT            0x04000000U   /* memcg: odebug has none, no effect */
 #define SLAB_NO_USER_FLAGS      0x10000000U   /* ignore slub_debug= */
 /* internal */
 #define __OBJECT_POISON         0x80000000U

@@ -1997,9 +1997,9 @@ void kmem_cache_destroy(struct odb_kernel *k, struct kmem_cache *s)
 		return;
 	if (s->destroyed || s->zombie)
 		return;     /* its descriptor's slot was reused, or KASAN is off */
-	/* v6.12+: pending kfree_rcu()s first, and (SLUB_RCU_DEBUG) this cache's
-	 * deferred frees: one barrier here runs both */
-	kvfree_rcu_barrier(k);
+	kvfree_rcu_barrier(k);      /* v6.12+: in-flight kfree_rcu()s may hold our objects */
+	if (s->rcu_debug)
+		rcu_barrier(k);     /* SLUB_RCU_DEBUG: and its deferred frees (call_rcu) */
 	cpus_read_lock(k);          /* no vCPU comes or goes during the destroy */
 	mutex_lock_nocb(k, &slab_state(k)->slab_mutex);
 	list_del(&s->list);

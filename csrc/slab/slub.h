@@ -353,6 +353,9 @@ int odb_rcu_init(struct odb_kernel *k);
 void odb_rcu_exit(struct odb_kernel *k);
 int kvfree_rcu(struct odb_kernel *k, void *obj);
 void kvfree_rcu_barrier(struct odb_kernel *k);
+/* call_rcu: fn(k, head's arena address, ctx) after a grace period */
+int call_rcu(struct odb_kernel *k, void *head, odb_rcu_callback_fn fn, void *ctx);
+void rcu_barrier(struct odb_kernel *k);
 /* call_rcu(&delayed_free->head, slab_free_after_rcu_debug) for object obj
  * and its record rec; ODB_ENOMEM if it could not be queued. */
 int call_rcu_slab_free(struct odb_kernel *k, void *obj, void *rec);

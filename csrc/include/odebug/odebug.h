@@ -153,6 +153,9 @@ ODB_API bool odb_cpu_is_online(odb_kernel *k, int cpu);
 ODB_API int odb_current_cpu(odb_kernel *k);
 /* The calling thread's task id (pid) in k; assigned on first use from 1. */
 ODB_API int odb_current_pid(odb_kernel *k);
+/* The calling thread's comm in k (task name, as reports print it), into buf
+ * ("" when the thread has no task there). */
+ODB_API void odb_current_comm(odb_kernel *k, char *buf, size_t len);
 /* Set the calling thread's comm (task name, at most 15 chars kept). */
 ODB_API void odb_set_comm(odb_kernel *k, const char *comm);
 
@@ -415,6 +418,10 @@ ODB_API uint32_t odb_stack_save(odb_kernel *k, unsigned int skip);
 /* Print a stack as the kernel does (" func+0x1a/0x80\n" per frame) into a
  * malloc'd string (odb_free). NULL for an unknown handle. */
 ODB_API char *odb_stack_text(odb_kernel *k, uint32_t handle);
+/* sprint_symbol(): the %pS text of a host code address ("func+0x1a/0x80":
+ * the address itself, not the call before it; "0x0" for 0), or its hex value
+ * when no symbol covers it. */
+ODB_API void odb_sprint_symbol(odb_kernel *k, uintptr_t pc, char *buf, size_t len);
 ODB_API uint64_t odb_stack_depot_count(odb_kernel *k);
 
 /* ---- command line ------------------------------------------------------- */
@@ -443,6 +450,7 @@ typedef struct kmem_cache odb_cache;
 #define ODB_SLAB_NOLEAKTRACE        0x00800000U
 #define ODB_SLAB_NO_MERGE           0x01000000U
 #define ODB_SLAB_FAILSLAB           0x02000000U   /* A */
+#define ODB_SLAB_ACCOUNT            0x04000000U   /* memcg accounting: accepted, no effect */
 #define ODB_SLAB_NO_USER_FLAGS      0x10000000U   /* ignore slub_debug= (KUnit caches) */
 #define ODB_ZERO_SIZE_PTR           ((odb_addr_t)16)
 
@@ -481,9 +489,24 @@ ODB_API int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, cons
 ODB_API int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
 ODB_API int odb_kfree(odb_kernel *k, odb_addr_t x);
 ODB_API int odb_ksize(odb_kernel *k, odb_addr_t x, size_t *out);
-/* kfree_rcu: freed after a grace period (one jiffy of the kernel's clock). */
+/* kfree_rcu: freed after a grace period (one jiffy of the kernel's clock).
+ * As kvfree_call_rcu, records the caller's stack in the object's KASAN alloc
+ * meta: a later report on it prints "Last potentially related work creation". */
 ODB_API int odb_kfree_rcu(odb_kernel *k, odb_addr_t x);
-/* rcu_barrier / kvfree_rcu_barrier: run the pending kfree_rcu frees now. */
+/* call_rcu: fn(k, head, ctx) runs after a grace period (one jiffy of the
+ * kernel's clock: in odb_advance past it, on the real clock's worker thread,
+ * or in odb_rcu_barrier), callbacks in call order, with no odebug lock held
+ * (fn may call odebug, and call_rcu again: that callback waits for the next
+ * grace period).  head: an arena address, usually an rcu_head inside an
+ * object, whose bytes odebug never reads or writes; its object gets the
+ * caller's stack as KASAN's aux stack, as __call_rcu_common records it.
+ * ODB_EINVAL for a NULL fn or a head outside the arena; callbacks still
+ * pending when the kernel is destroyed never run. */
+typedef void (*odb_rcu_callback_fn)(odb_kernel *k, odb_addr_t head, void *ctx);
+ODB_API int odb_call_rcu(odb_kernel *k, odb_addr_t head, odb_rcu_callback_fn fn, void *ctx);
+/* rcu_barrier + kvfree_rcu_barrier: run the pending kfree_rcu frees and
+ * call_rcu callbacks now (callbacks those queue wait for the next grace
+ * period, as after the kernel's rcu_barrier). */
 ODB_API void odb_rcu_barrier(odb_kernel *k);
 ODB_API int odb_krealloc(odb_kernel *k, odb_addr_t p, size_t new_size, unsigned int gfp,
 			 odb_addr_t *out);
@@ -614,6 +637,15 @@ struct odb_kasan_foreign {
 };
 ODB_API int odb_kasan_report_foreign(odb_kernel *k, uint64_t addr, size_t size, bool is_write,
 				     unsigned long ip, const struct odb_kasan_foreign *f);
+/* kasan_record_aux_stack(): the calling stack becomes the newest of the two
+ * "work creation" stacks of the slab object holding addr (the older one is
+ * kept as second), printed by later KASAN reports on the object ("Last
+ * potentially related work creation:").  What call_rcu and kfree_rcu do
+ * themselves; for code that queues its own deferred work on an object (the
+ * kernel's insert_work does it for queue_work).  Anything but a slab object
+ * (a large kmalloc, a page, an address outside the arena) is ignored, as in
+ * the kernel; allocating the object clears both stacks. */
+ODB_API int odb_kasan_record_aux_stack(odb_kernel *k, odb_addr_t addr);
 /* kasan_check_byte(): *ok false (after a report) if the byte is not accessible */
 ODB_API int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok);
 ODB_API int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n);
