@@ -106,6 +106,8 @@ EXPECTED = {
     "kmem_cache_oob": [R(SOOB, 1)],
     "kmem_cache_double_free": [DOUBLE_FREE],
     "kmem_cache_invalid_free": [INVALID_FREE],
+    "kmem_cache_rcu_uaf": [R(SUAF, 1)],               # after the grace period (SLUB_RCU_DEBUG)
+    "kmem_cache_rcu_reuse": [],                       # with odebug.slub_rcu_debug=off
     "kmem_cache_double_destroy": [R(SUAF, 1)],        # kasan_check_byte on the descriptor
     "kmem_cache_accounted": [],
     "kmem_cache_bulk": [],
@@ -172,9 +174,13 @@ def _reports(k):
     return [(r.kind, r.size, r.is_write) for r in k.reports]
 
 
+#: the boot command line of a case (the kernel's config gates), else the defaults
+CMDLINE = {"kmem_cache_rcu_reuse": "odebug.slub_rcu_debug=off"}
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_kasan_case(suite, case):
-    with odebug.Kernel(ram="64M") as k:
+    with odebug.Kernel(CMDLINE.get(case, ""), ram="64M") as k:
         status, log = suite.run(k, case)
         if status == KUNIT_SKIPPED:
             # the kernel's own gate: gcc leaves no red zone before a global
@@ -195,7 +201,17 @@ def test_kasan_case(suite, case):
 def test_the_suite_lists_every_case_with_an_expectation(suite):
     assert suite.names() == CASES
     assert sorted(EXPECTED) == sorted(CASES)
-    assert len(CASES) == 50
+    assert len(CASES) == 52
+
+
+@pytest.mark.parametrize("case,cmdline", [("kmem_cache_rcu_uaf", "odebug.slub_rcu_debug=off"),
+                                          ("kmem_cache_rcu_reuse", "")])
+def test_the_rcu_cases_skip_on_the_other_config(suite, case, cmdline):
+    # KASAN_TEST_NEEDS_CONFIG_ON / _OFF(CONFIG_SLUB_RCU_DEBUG)
+    with odebug.Kernel(cmdline, ram="64M") as k:
+        status, log = suite.run(k, case)
+        assert status == KUNIT_SKIPPED and "CONFIG_SLUB_RCU_DEBUG" in log, log
+        assert k.reports == []
 
 
 def test_unknown_case_and_the_shims_own_failures(suite):

@@ -151,6 +151,11 @@ static void kunit_expect_reports(struct kunit *test, int line, const char *expr,
 #define KUNIT_EXPECT_EQ(test, a, b) KUNIT_EXPECT_CMP(test, a, ==, b)
 #define KUNIT_EXPECT_GT(test, a, b) KUNIT_EXPECT_CMP(test, a, >, b)
 #define KUNIT_EXPECT_LE(test, a, b) KUNIT_EXPECT_CMP(test, a, <=, b)
+#define KUNIT_EXPECT_PTR_EQ(test, a, b) do {                                    \
+	if ((const void *)(a) != (const void *)(b))                            \
+		KUNIT_FAIL((test), "expected %s == %s (%p vs %p)", #a, #b,     \
+			   (const void *)(a), (const void *)(b));              \
+} while (0)
 #define KUNIT_EXPECT_PTR_NE(test, a, b) do {                                    \
 	if ((const void *)(a) == (const void *)(b))                            \
 		KUNIT_FAIL((test), "expected %s != %s", #a, #b);               \
@@ -715,6 +720,72 @@ static void kmem_cache_invalid_free(struct kunit *test)
 	kmem_cache_destroy(s);
 }
 
+/* CONFIG_SLUB_RCU_DEBUG (odebug.slub_rcu_debug=, on with KASAN): a free is
+ * deferred past a grace period, so a read inside it is legal, one after
+ * rcu_barrier() a use-after-free */
+static bool slub_rcu_debug_on(struct kunit *test)
+{
+	char *v = odb_param_get(test->k, "odebug.slub_rcu_debug");
+	bool on = v && !strcmp(v, "on");
+
+	odb_free(v);
+	return on;
+}
+
+static void kmem_cache_rcu_uaf(struct kunit *test)
+{
+	struct kmem_cache *s;
+	char *obj;
+
+	if (!slub_rcu_debug_on(test))
+		kunit_skip(test, "needs CONFIG_SLUB_RCU_DEBUG (odebug.slub_rcu_debug=on)");
+	s = kmem_cache_create("test_cache", 200, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, s);
+	obj = kmem_cache_alloc(s, GFP_KERNEL);
+	if (!obj) {
+		KUNIT_FAIL(test, "allocation failed");
+		kmem_cache_destroy(s);
+		return;
+	}
+	*obj = 1;
+	rcu_read_lock();
+	kmem_cache_free(s, obj);
+	KUNIT_EXPECT_EQ(test, *(volatile char *)obj, 1);   /* still inside the grace period */
+	rcu_read_unlock();
+	rcu_barrier();
+	KUNIT_EXPECT_KASAN_FAIL_TYPE(test, "slab-use-after-free", *(volatile char *)obj);
+	kmem_cache_destroy(s);
+}
+
+/* without CONFIG_SLUB_RCU_DEBUG an RCU object is reused at once, in place */
+static void kmem_cache_rcu_reuse(struct kunit *test)
+{
+	struct kmem_cache *s;
+	char *p, *p2;
+
+	if (slub_rcu_debug_on(test))
+		kunit_skip(test, "needs CONFIG_SLUB_RCU_DEBUG off (odebug.slub_rcu_debug=off)");
+	s = kmem_cache_create("test_cache", 16, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, s);
+	migrate_disable();
+	p = kmem_cache_alloc(s, GFP_KERNEL);
+	if (!p) {
+		KUNIT_FAIL(test, "allocation failed");
+		goto out;
+	}
+	kmem_cache_free(s, p);
+	p2 = kmem_cache_alloc(s, GFP_KERNEL);
+	if (!p2) {
+		KUNIT_FAIL(test, "allocation failed");
+		goto out;
+	}
+	KUNIT_EXPECT_PTR_EQ(test, p, p2);
+	kmem_cache_free(s, p2);
+out:
+	migrate_enable();
+	kmem_cache_destroy(s);
+}
+
 /* the cache's descriptor is a freed object of the kmem_cache cache */
 static void kmem_cache_double_destroy(struct kunit *test)
 {
@@ -1006,6 +1077,8 @@ static const struct kunit_case kasan_cases[] = {
 	KUNIT_CASE(kmem_cache_oob),
 	KUNIT_CASE(kmem_cache_double_free),
 	KUNIT_CASE(kmem_cache_invalid_free),
+	KUNIT_CASE(kmem_cache_rcu_uaf),
+	KUNIT_CASE(kmem_cache_rcu_reuse),
 	KUNIT_CASE(kmem_cache_double_destroy),
 	KUNIT_CASE(kmem_cache_accounted),
 	KUNIT_CASE(kmem_cache_bulk),

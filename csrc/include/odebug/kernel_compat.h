@@ -320,6 +320,10 @@ void odb_cc_rcu_adapter(odb_kernel *k, odb_addr_t head, void *ctx);
 	if (k_)                                                                \
 		odb_call_rcu(k_, odb_cc_addr(k_, h_), odb_cc_rcu_adapter, x_); \
 } while (0)
+/* A thread never moves between vCPUs unless it rebinds itself: nothing for
+ * migrate_disable() to do. */
+#define migrate_disable()  do { } while (0)
+#define migrate_enable()   do { } while (0)
 #define rcu_barrier() do {                                                      \
 	odb_kernel *k_ = odb_cc_current();                                     \
 	if (k_)                                                                \
