@@ -10,6 +10,7 @@ import platform
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -37,11 +38,30 @@ def _flags():
     return flags
 
 
+@pytest.fixture(scope="module")
+def core_objects(tmp_path_factory):
+    """The C core compiled once (the programs' flags), a file per job in parallel;
+    every program links these objects."""
+    out = tmp_path_factory.mktemp("c_core")
+
+    def compile_one(src):
+        obj = out / (os.path.relpath(src, ROOT).replace(os.sep, "_")[:-2] + ".o")
+        r = subprocess.run(["gcc", *_flags(), "-c", src, "-o", str(obj)],
+                           capture_output=True, text=True)
+        return str(obj), r
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        results = list(ex.map(compile_one, CORE))
+    errors = [r.stderr for _, r in results if r.returncode]
+    assert not errors, "\n".join(errors)
+    return [obj for obj, _ in results]
+
+
 @pytest.mark.threads
 @pytest.mark.parametrize("src", PROGRAMS, ids=[os.path.basename(p)[:-2] for p in PROGRAMS])
-def test_c_program(src, tmp_path):
+def test_c_program(src, tmp_path, core_objects):
     exe = tmp_path / os.path.basename(src)[:-2]
-    build = subprocess.run(["gcc", *_flags(), *CORE, src, "-o", str(exe), "-pthread"],
+    build = subprocess.run(["gcc", *_flags(), src, *core_objects, "-o", str(exe), "-pthread"],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     env = dict(os.environ)

@@ -48,13 +48,24 @@ def test_found_by_pct_and_dfs_and_shrunk(name):
         assert race.failure(k, run) == f.reason
 
 
+# A sanitizer build runs each schedule 5-10x slower; the schedules themselves are
+# the same on every build (test_sched.py checks the points of a slab update), so
+# there the big dfs trees are left to the plain build and fewer random schedules
+# run: what a sanitizer adds is the check of the threads' hand-offs, which any
+# schedule exercises.
+SANITIZER = bool(odebug.build_info().get("sanitizer"))
+BIG_TREES = {"objects-freeing-vs-work", "quarantine-offline", "quarantine-reduce-vs-destroy"}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_clean_on_the_design_that_fixed_it(name):
     race = races.RACES[name]
-    ex = race.explore(sched.random(7), budget=150, fixed=True, shrink=False)
+    budget = 40 if SANITIZER else 150
+    ex = race.explore(sched.random(7), budget=budget, fixed=True, shrink=False)
     assert ex.found is None, ex.found and str(ex.found)
-    assert ex.schedules_run == 150
-    if name != "objects-freeing-vs-work":          # its tree is too big for CI
+    assert ex.schedules_run == budget
+    # objects-freeing-vs-work's tree is too big for CI on any build
+    if name != "objects-freeing-vs-work" and not (SANITIZER and name in BIG_TREES):
         d = race.explore(sched.dfs(2), budget=3000, fixed=True, shrink=False)
         assert d.found is None and d.exhausted, d
 
