@@ -29,12 +29,14 @@ _ODEBUG_KINDS = tuple(f"{op} {st}" for op in _ODEBUG_OPS for st in _ODEBUG_STATE
     "object is on stack, but NOT annotated", "object is NOT on stack, but annotated",
     "tracker list corrupt", "free of a tracker",
 )
-_OTHER_KINDS = ("data-race", "deadlock", "stall", "page allocation failure")
+_VMALLOC_KINDS = ("vmalloc error", "Trying to vfree() nonexistent vm area",
+                  "Trying to vfree() bad address", "Trying to vunmap() nonexistent vm area")
+_OTHER_KINDS = ("data-race", "deadlock", "stall", "page allocation failure") + _VMALLOC_KINDS
 
 #: subsystem -> its kinds (``user``: any kind a user's ``k.report()`` gives)
 KINDS_BY_SUBSYSTEM = {"kasan": _KASAN_KINDS, "slub": _SLUB_KINDS, "odebug": _ODEBUG_KINDS,
                       "kcsan": ("data-race",), "sched": ("deadlock", "stall"),
-                      "kernel": ("page allocation failure",)}
+                      "kernel": ("page allocation failure",) + _VMALLOC_KINDS}
 
 
 def _member_name(kind: str) -> str:

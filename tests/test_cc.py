@@ -112,6 +112,44 @@ def test_global_out_of_bounds(lib, k):
     assert len(k.reports) == n
 
 
+def test_vmalloc_oob_through_kernel_compat(lib, k):
+    """kasan_test's vmalloc_oob written as kernel C: vmalloc(2035) through
+    kernel_compat.h, bytes 2035 and 2040 read through the pointer: two
+    vmalloc-out-of-bounds reports naming the C function, the area described
+    as the kernel does (created by the function), the shadow dump from the
+    vmalloc shadow; the area's pages go back at vfree."""
+    free0 = k.nr_free_pages
+    n = len(k.reports)
+    with cc.enter(k):
+        lib.cc_vmalloc_oob()
+    new = k.reports[n:]
+    assert [r.kind for r in new] == ["vmalloc-out-of-bounds"] * 2
+    assert [r.addr - k.vmalloc_start for r in new] == [2035, 2040]
+    for r in new:
+        assert r.subsystem == "kasan" and r.size == 1 and not r.is_write and r.cache is None
+        assert re.fullmatch(r"BUG: KASAN: vmalloc-out-of-bounds in cc_vmalloc_oob\+0x[0-9a-f]+/0x[0-9a-f]+",
+                            r.text.splitlines()[1])
+        assert _first_frame(r.text).startswith(" cc_vmalloc_oob+")
+        lines = r.text.splitlines()
+        i = lines.index("The buggy address belongs to the virtual mapping at")
+        assert lines[i + 1] == f" [{k.vmalloc_start:016x}, {k.vmalloc_start + 8192:016x}) created by:"
+        assert lines[i + 2].startswith(" cc_vmalloc_oob+")
+        assert "The buggy address belongs to the physical page:" in r.text
+        row = [ln for ln in lines if ln.startswith(">")][0]
+        assert row.endswith(" 00 00 03 f8")
+    assert k.nr_free_pages == free0 and k.nr_vmalloc_pages == 0
+
+
+def test_kvmalloc_past_kmalloc_max_size_and_use_after_kvfree(lib, k):
+    n = len(k.reports)
+    with cc.enter(k):
+        assert lib.cc_kvmalloc_uaf() == 42          # the freed area reads scratch zeros
+    new = k.reports[n:]
+    assert [r.kind for r in new] == ["vmalloc-out-of-bounds"]
+    assert k.is_vmalloc_addr(new[0].addr) and new[0].size == 4
+    assert "cc_kvmalloc_uaf" in new[0].text.splitlines()[1]
+
+
 def test_host_memory_and_in_bounds_accesses_pass_silently(lib, k):
     with cc.enter(k):
         assert lib.cc_host_ok() == 88

@@ -91,7 +91,7 @@ def _addr(r, hostile):
         return ["live", r.int(0, 31), 0]
     kind = r.choice(["live", "live", "live", "interior", "freed", "freed", "arena",
                      "arena_obj", "tracker", "page", "below", "above", "huge", "neg",
-                     "zero", "zsp", "unaligned"])
+                     "zero", "zsp", "unaligned", "vm", "vm_past"])
     return [kind, r.int(0, 31), r.int(0, 1 << 20)]
 
 
@@ -113,7 +113,8 @@ def _gen_op(r, hostile, depth=0):
            "cache_create", "cache_alloc", "cache_alloc", "cache_free", "alloc_bulk",
            "free_bulk", "validate", "flush", "cache_stats", "write", "read", "memset",
            "memcpy", "dobj", "dobj", "dobj", "kasan", "quarantine", "advance",
-           "kfree_rcu", "rcu_barrier", "alloc_pages", "free_pages", "slab_object", "info"]
+           "kfree_rcu", "rcu_barrier", "alloc_pages", "free_pages", "slab_object", "info",
+           "vmalloc", "vfree", "vmap"]
     if hostile:
         ops += ["raw_write", "raw_write", "raw_write", "raw_meta", "raw_keep",
                 "raw_kept_write", "destroy", "destroy_internal", "cpu_hotplug",
@@ -176,6 +177,14 @@ def _gen_op(r, hostile, depth=0):
     if name == "free_pages":
         return [name, _addr(r, hostile) if hostile else ["page", r.int(0, 31), 0],
                 r.choice([0, 1, 3]) if hostile else -1, cpu]
+    if name == "vmalloc":         # vmalloc, vzalloc, kvmalloc
+        return [name, _size(r, hostile) if hostile else r.choice([1, 100, 4096, 9000, 70000]),
+                r.int(0, 2), cpu]
+    if name == "vfree":           # clean: one of ours; hostile: also at an offset, or anything
+        return [name, r.int(0, 31), r.choice([0, 0, 8, 4096]) if hostile else 0,
+                _addr(r, hostile) if hostile and r.int(0, 2) == 0 else None, cpu]
+    if name == "vmap":
+        return [name, r.int(0, 4), cpu]
     if name == "info":
         return [name, r.choice(["slabinfo", "dmesg", "dobj_stats", "dobj_internals",
                                 "reports", "caches", "stats_text"])]
@@ -269,10 +278,11 @@ def _child_run(ex):
 
     k = odebug.Kernel(ex["cmdline"], cpus=ex["cpus"], ram="16M")
     st = {"live": [], "freed": [], "pages": [], "caches": [], "kept": [], "descrs": {},
-          "ctor_caches": set()}
+          "ctor_caches": set(), "vm": []}
     in_thread = threading.local()
     lock = threading.RLock()
     arena_lo, arena_hi = k.arena_start, k.arena_end
+    vm_lo = k.vmalloc_start
 
     def callback(kind, ret=None):
         def cb(*a):
@@ -342,6 +352,11 @@ def _child_run(ex):
                 if not st["pages"]:
                     return arena_lo + (off << 12) % (arena_hi - arena_lo)
                 return st["pages"][i % len(st["pages"])][0]
+            if kind in ("vm", "vm_past"):     # in a vmalloc area, or past its bytes
+                if not st["vm"]:
+                    return vm_lo + off
+                v, size = st["vm"][i % len(st["vm"])][:2]
+                return v + (off % max(1, size) if kind == "vm" else size + off % 8192)
         if kind == "arena":
             return arena_lo + (off * 4093 + i) % (arena_hi - arena_lo)
         if kind == "arena_obj":
@@ -630,6 +645,35 @@ def _child_run(ex):
             else:
                 p, order = resolve(op[1]), op[2]
             k.free_pages(p, order, cpu=op[3] % k.nr_cpus)
+        elif name == "vmalloc":
+            cpu = op[3] % k.nr_cpus
+            v = (k.vmalloc, k.vzalloc, k.kvmalloc)[op[2]](op[1], cpu=cpu)
+            if v is not None and v > 16:
+                with lock:
+                    st["vm"].append((v, op[1], "kv" if op[2] == 2 else "v"))
+        elif name == "vfree":
+            cpu = op[4] % k.nr_cpus
+            if op[3] is not None:          # hostile: any address
+                k.vfree(resolve(op[3]), cpu=cpu)
+                return
+            with lock:
+                if not st["vm"]:
+                    return
+                v, size, how = st["vm"].pop(op[1] % len(st["vm"]))
+            if how == "map":
+                k.vunmap(v + op[2], cpu=cpu)
+            elif how == "kv" and not op[2]:
+                k.kvfree(v, cpu=cpu)
+            else:
+                k.vfree(v + op[2], cpu=cpu)
+        elif name == "vmap":
+            with lock:
+                pages = [p + j * 4096 for p, order in st["pages"] for j in range(1 << order)]
+            pages = pages[:op[1]]
+            v = k.vmap(pages, cpu=op[2] % k.nr_cpus)
+            if v is not None:
+                with lock:
+                    st["vm"].append((v, 4096 * len(pages), "map"))
         elif name == "info":
             w = op[1]
             if w == "slabinfo":

@@ -878,16 +878,13 @@ def test_quarantine_holding_all_ram_is_reduced_by_the_next_blocking_alloc():
     k.close()
 
 
-PAGE_OFFSET = 0xffff888000000000     # the arena's base (x86-64 direct map, no KASLR)
-
-
 def test_boot_memory_is_page_free():
     """Issue 17: memblock hands every boot page to the buddy allocator and
     generic KASAN poisons a freed page KASAN_PAGE_FREE (0xFF): a read of a page
     the allocator never handed out is a use-after-free report, as is a read of
     pages handed out and freed again; pages in use read silently."""
     with odebug.Kernel("no_debug_objects kasan_multi_shot", ram="64M") as k:
-        last = PAGE_OFFSET                  # the bottom page: the buddy hands out from the top
+        last = k.page_offset                # the bottom page: the buddy hands out from the top
         assert k.kasan.shadow(last, 64) == b"\xff" * 8
         with k.expect_report("use-after-free", count=1) as got:
             k.read(last + 100, 1)

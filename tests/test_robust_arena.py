@@ -264,7 +264,7 @@ def test_raising_debug_hint_during_the_c_churn(monkeypatch, threads):
             raise ValueError("hint")
 
         pyd = odebug.ObjectDescr("py", debug_hint=hint)
-        churn_base = 0xffff888000000000 + (1 << 40)   # object_churn.c's CHURN_BASE
+        churn_base = k.page_offset + (1 << 40)   # object_churn.c's CHURN_BASE
         d.init(churn_base, pyd)
         d.activate(churn_base, pyd)
         if threads:

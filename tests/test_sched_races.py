@@ -131,7 +131,11 @@ def test_slab_machine_finds_a_race_on_the_2016_design_only():
 
 @pytest.mark.slow
 def test_quarantine_machine_finds_the_destroy_races_on_v410_only():
-    f = find_failure(Quarantine410, max_examples=800, steps=8)
+    # (the path hypothesis takes changes with unrelated changes of odebug's Python
+    # modules -- adding odebug/vmalloc.py moved it, with the same kernel behaviour
+    # step for step -- so the budget is README's example's, not the least that
+    # happened to do on one tree)
+    f = find_failure(Quarantine410, max_examples=1600, steps=8)
     assert f is not None
     assert "Slab cache still has objects" in f.error or "Objects remaining" in f.error
     out = _replays(f)

@@ -5,18 +5,19 @@
  * The compiler's callbacks (__asan_load4_noabort(addr), ...) carry no context,
  * so this library is the one deliberate exception to odebug's "no global
  * mutable state": a process-wide registry, under one rwlock, of
- *  - the kernels instrumented code may touch (their arenas' host ranges),
- *    added by odb_cc_enter / odb_cc_register and dropped by a destroy
- *    notifier (odb_kernel_on_destroy) before the arena goes away;
+ *  - the kernels instrumented code may touch (the host ranges of their
+ *    arenas and of their vmalloc windows), added by odb_cc_enter /
+ *    odb_cc_register and dropped by a destroy notifier (odb_kernel_on_destroy)
+ *    before the memory goes away;
  *  - the globals the instrumentation registered (__asan_register_globals),
  *    each with its own shadow (0 / partial / KASAN_GLOBAL_REDZONE);
  * and, per thread, the stack of kernels the thread is running in
  * (odb_cc_enter / odb_cc_leave: thread-local, no lock).
  *
- * Routing an access of [p, p+n): inside a registered arena it is that
- * kernel's access (odb_kasan_check_ip at the arena address: only that
- * kernel's shadow describes the memory); inside a registered global its
- * shadow here decides; inside the calling thread's own stack the real
+ * Routing an access of [p, p+n): inside a registered arena or vmalloc window
+ * it is that kernel's access (odb_kasan_check_ip at the kernel address: only
+ * that kernel's shadow describes the memory); inside a registered global
+ * its shadow here decides; inside the calling thread's own stack the real
  * shadow the compiler writes for stack frames decides (below); a bad global
  * or stack access is reported by the calling thread's current kernel (else
  * the last kernel registered) through odb_kasan_report_foreign; any other
@@ -89,6 +90,8 @@ struct asan_global {
 struct cc_kernel {
 	odb_kernel *k;
 	uintptr_t lo, hi;            /* host range of the arena */
+	uintptr_t vlo, vhi;          /* host range of the vmalloc window */
+	odb_addr_t vstart;           /* the kernel address of vlo (VMALLOC_START) */
 };
 
 struct cc_global {
@@ -146,19 +149,20 @@ static void forget_kernel(odb_kernel *k, void *ctx)
 
 RT_API int odb_cc_register(odb_kernel *k)
 {
-	uintptr_t lo, hi;
-	void *base;
-	size_t len;
+	uintptr_t lo, hi, vlo, vhi;
+	void *base, *vbase;
+	size_t len, vlen;
 	int rc = ODB_OK;
 
 	if (!k)
 		return ODB_EINVAL;
-	len = (size_t)(odb_arena_end(k) - odb_arena_start(k));
-	base = odb_host_ptr(k, odb_arena_start(k), len);
-	if (!base)
+	if (odb_host_region(k, ODB_REGION_ARENA, &base, &len) != ODB_OK ||
+	    odb_host_region(k, ODB_REGION_VMALLOC, &vbase, &vlen) != ODB_OK)
 		return ODB_EFAULT;
 	lo = (uintptr_t)base;
 	hi = lo + len;
+	vlo = (uintptr_t)vbase;
+	vhi = vlo + vlen;
 	pthread_rwlock_wrlock(&reg_lock);
 	for (size_t i = 0; i < nkernels; i++)
 		if (kernels[i].k == k) {
@@ -178,9 +182,10 @@ RT_API int odb_cc_register(odb_kernel *k)
 	rc = odb_kernel_on_destroy(k, forget_kernel, NULL);
 	if (rc != ODB_OK)
 		goto out;
-	kernels[nkernels++] = (struct cc_kernel){ k, lo, hi };
+	kernels[nkernels++] = (struct cc_kernel){ k, lo, hi, vlo, vhi, odb_vmalloc_start(k) };
 	last_kernel = k;
 	widen(&arena_lo, &arena_hi, lo, hi);
+	widen(&arena_lo, &arena_hi, vlo, vhi);
 out:
 	pthread_rwlock_unlock(&reg_lock);
 	return rc;
@@ -584,14 +589,19 @@ static bool check(const void *ptr, size_t n, bool write, unsigned long ip)
 	    a + n > atomic_load_explicit(&arena_lo, memory_order_relaxed)) {
 		pthread_rwlock_rdlock(&reg_lock);
 		for (size_t i = 0; i < nkernels; i++) {
-			if (a >= kernels[i].lo && a < kernels[i].hi) {
-				odb_kernel *k = kernels[i].k;
-				/* checked with the lock held: the destroy notifier waits */
-				odb_kasan_check_ip(k, odb_arena_start(k) + (a - kernels[i].lo), n, write,
-						   ip, &ok);
-				pthread_rwlock_unlock(&reg_lock);
-				return ok;
-			}
+			odb_kernel *k = kernels[i].k;
+			odb_addr_t at;
+
+			if (a >= kernels[i].lo && a < kernels[i].hi)
+				at = odb_arena_start(k) + (a - kernels[i].lo);
+			else if (a >= kernels[i].vlo && a < kernels[i].vhi)
+				at = kernels[i].vstart + (a - kernels[i].vlo);
+			else
+				continue;
+			/* checked with the lock held: the destroy notifier waits */
+			odb_kasan_check_ip(k, at, n, write, ip, &ok);
+			pthread_rwlock_unlock(&reg_lock);
+			return ok;
 		}
 		pthread_rwlock_unlock(&reg_lock);
 	}

@@ -492,7 +492,7 @@ static inline struct debug_obj *obj_at(struct odb_kernel *k, struct debug_object
 
 	if (ref <= ODEBUG_POOL_SIZE)
 		return ref && d->static_live ? &d->obj_static_pool[ref - 1] : NULL;
-	if (unlikely(!s) || ref - ODB_PAGE_OFFSET > k->ram_bytes - sizeof(struct debug_obj))
+	if (unlikely(!s) || ref - k->page_offset_base > k->ram_bytes - sizeof(struct debug_obj))
 		return NULL;
 	p = virt_to_host(k, ref);
 	sl = virt_to_slab(k, p);
@@ -598,7 +598,7 @@ void bucket_corrupt(struct odb_kernel *k, struct debug_objects *d, struct debug_
  */
 static inline struct debug_obj *obj_peek(struct odb_kernel *k, struct debug_objects *d, obj_ref_t ref)
 {
-	if (likely(ref - ODB_PAGE_OFFSET <= k->ram_bytes - sizeof(struct debug_obj) && !(ref & 7)))
+	if (likely(ref - k->page_offset_base <= k->ram_bytes - sizeof(struct debug_obj) && !(ref & 7)))
 		return virt_to_host(k, ref);
 	if (ref && ref <= ODEBUG_POOL_SIZE && d->static_live)
 		return &d->obj_static_pool[ref - 1];
@@ -715,7 +715,7 @@ again:;
 		ref = *link;
 		if (unlikely(!ref))
 			goto repair;   /* ends short of its count */
-		off = ref - ODB_PAGE_OFFSET;
+		off = ref - k->page_offset_base;
 		if (likely(off <= limit))
 			obj = (struct debug_obj *)(ram + (off & ~(uint64_t)7));
 		else if (!(obj = obj_peek(k, d, ref)))   /* a static tracker? */
@@ -1233,7 +1233,7 @@ static void debug_hint_text(struct odb_kernel *k, const struct debug_obj_descr *
 		hint = descr->debug_hint(k, object, descr->ctx);
 	if (!hint)
 		snprintf(buf, len, "0x0");
-	else if (odb_in_arena(k, hint, 1) || hint >= ODB_PAGE_OFFSET)
+	else if (odb_in_arena(k, hint, 1) || hint >= ODB_PAGE_OFFSET)   /* from any kernel's direct map up */
 		snprintf(buf, len, "0x%llx", (unsigned long long)hint);   /* data: no symbol */
 	else
 		odb_sprint_symbol(k, (uintptr_t)hint, buf, len);

@@ -20,10 +20,10 @@ void kasan_poison(struct odb_kernel *k, odb_addr_t addr, size_t size, uint8_t va
 		return;
 	addr = ALIGN_DOWN(addr, (odb_addr_t)KASAN_GRANULE_SIZE);
 	end = ALIGN(addr + size, (odb_addr_t)KASAN_GRANULE_SIZE);
-	if (!odb_in_arena(k, addr, 1))
+	if (!addr_has_metadata(k, addr))
 		return;
-	if (end > ODB_PAGE_OFFSET + k->ram_bytes)
-		end = ODB_PAGE_OFFSET + k->ram_bytes;
+	if (end > kasan_region_end(k, addr) || end < addr)
+		end = kasan_region_end(k, addr);
 	memset(kasan_mem_to_shadow(k, addr), value, (size_t)(end - addr) >> KASAN_SHADOW_SCALE_SHIFT);
 }
 
@@ -31,7 +31,7 @@ void kasan_poison_last_granule(struct odb_kernel *k, odb_addr_t addr, size_t siz
 {
 	if (!kasan_enabled(k))
 		return;
-	if ((size & KASAN_GRANULE_MASK) && odb_in_arena(k, addr + size, 1))
+	if ((size & KASAN_GRANULE_MASK) && addr_has_metadata(k, addr + size))
 		*kasan_mem_to_shadow(k, addr + size) = (uint8_t)(size & KASAN_GRANULE_MASK);
 }
 
@@ -47,7 +47,7 @@ bool kasan_byte_accessible(struct odb_kernel *k, odb_addr_t addr)
 {
 	int8_t s;
 
-	if (!odb_in_arena(k, addr, 1))
+	if (!addr_has_metadata(k, addr))
 		return false;
 	s = (int8_t)READ_ONCE(*kasan_mem_to_shadow(k, addr));
 	return s >= 0 && s < (int8_t)KASAN_GRANULE_SIZE;
@@ -146,7 +146,7 @@ static inline bool check_region_inline(struct odb_kernel *k, odb_addr_t addr, si
 		kasan_report(k, addr, size, write, ret_ip);
 		return false;
 	}
-	if (unlikely(!odb_in_arena(k, addr, size))) {
+	if (unlikely(!odb_in_arena(k, addr, size)) && !odb_in_vmalloc(k, addr, size)) {
 		kasan_report(k, addr, size, write, ret_ip);
 		return false;
 	}
@@ -164,13 +164,27 @@ bool kasan_check_range(struct odb_kernel *k, odb_addr_t addr, size_t size, bool 
 
 odb_addr_t kasan_find_first_bad_addr(struct odb_kernel *k, odb_addr_t addr, size_t size)
 {
-	odb_addr_t p = addr;
+	odb_addr_t p = addr, end;
 
-	if (!odb_in_arena(k, addr, 1))
+	if (!addr_has_metadata(k, addr))
 		return addr;
-	while (p < addr + size && odb_in_arena(k, p, 1) && !*kasan_mem_to_shadow(k, p))
+	end = kasan_region_end(k, addr);
+	while (p < addr + size && p < end && !*kasan_mem_to_shadow(k, p))
 		p += KASAN_GRANULE_SIZE;
 	return p;
+}
+
+/* ---- vmalloc (shadow.c's kasan_unpoison_vmalloc / kasan_poison_vmalloc) ------------------ */
+void kasan_unpoison_vmalloc(struct odb_kernel *k, odb_addr_t start, unsigned long size)
+{
+	if (kasan_enabled(k) && is_vmalloc_addr(k, start))
+		kasan_unpoison(k, start, size);
+}
+
+void kasan_poison_vmalloc(struct odb_kernel *k, odb_addr_t start, unsigned long size)
+{
+	if (kasan_enabled(k) && is_vmalloc_addr(k, start))
+		kasan_poison(k, start, ALIGN(size, KASAN_GRANULE_SIZE), KASAN_VMALLOC_INVALID);
 }
 
 /* ---- performing a bad write without corrupting allocator metadata ------------------------ *
@@ -307,80 +321,118 @@ int odb_kasan_record_aux_stack(odb_kernel *k, odb_addr_t addr)
 
 int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok)
 {
+	unsigned long ip = (unsigned long)__builtin_return_address(0);
 	ENTER(k);
 	*ok = true;
 	if (kasan_enabled(k)) {
-		if (odb_in_arena(k, addr, 1))
-			*ok = kasan_check_byte(k, virt_to_host(k, addr),
-					       (unsigned long)__builtin_return_address(0));
-		else {
-			kasan_report(k, addr, 1, false, (unsigned long)__builtin_return_address(0));
+		if (odb_in_arena(k, addr, 1)) {
+			*ok = kasan_check_byte(k, virt_to_host(k, addr), ip);
+		} else if (!kasan_byte_accessible(k, addr)) {
+			kasan_report(k, addr, 1, false, ip);   /* vmalloc space or wild */
 			*ok = false;
 		}
 	}
 	LEAVE(ODB_OK);
 }
 
+/* Host memory of [addr, addr+n) when all of it exists: the arena, or the
+ * mapped pages of one vmalloc area (their host window). */
+static void *backed(struct odb_kernel *k, odb_addr_t addr, size_t n)
+{
+	if (odb_in_arena(k, addr, n))
+		return virt_to_host(k, addr);
+	return vmalloc_host_ptr(k, addr, n);
+}
+
+/* Copy out the bytes of [addr, addr+n) that exist from addr on, at most cap;
+ * returns how many. */
+static size_t copy_existing(struct odb_kernel *k, odb_addr_t addr, size_t n, void *buf, size_t cap)
+{
+	size_t avail = odb_backed_bytes(k, addr, n < cap ? n : cap);
+	void *p = avail ? backed(k, addr, avail) : NULL;
+
+	if (!p)
+		return 0;
+	memcpy(buf, p, avail);
+	return avail;
+}
+
 /* One access of n bytes (an instrumented load): report and go on. */
 int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n)
 {
+	size_t got;
+	void *p;
 	ENTER(k);
 	if (!n)
 		LEAVE(ODB_OK);
 	if (!kasan_enabled(k)) {
-		if (!odb_in_arena(k, addr, n))
+		p = backed(k, addr, n);
+		if (!p)
 			LEAVE(outside(k, "read", addr, n));
-		memcpy(buf, virt_to_host(k, addr), n);
+		memcpy(buf, p, n);
 		LEAVE(ODB_OK);
 	}
 	kasan_check_range(k, addr, n, false, (unsigned long)__builtin_return_address(0));
-	if (odb_in_arena(k, addr, n))
-		memcpy(buf, virt_to_host(k, addr), n);
-	else
-		memset(buf, 0, n);    /* never performed outside the arena */
+	got = copy_existing(k, addr, n, buf, n);
+	memset((char *)buf + got, 0, n - got);    /* never performed where there is no memory */
 	LEAVE(ODB_OK);
 }
 
-int odb_kasan_read_avail(odb_kernel *k, odb_addr_t addr, size_t n, void *buf, size_t *got)
+/* inlined in each entry point: a report's stack starts at the caller of it */
+static inline __attribute__((always_inline))
+int read_some(odb_kernel *k, odb_addr_t addr, size_t n, void *buf, size_t cap, size_t *got,
+	      unsigned long ip)
 {
-	odb_addr_t lo = ODB_PAGE_OFFSET, hi = ODB_PAGE_OFFSET + k->ram_bytes;
-	size_t avail = (addr >= lo && addr < hi) ? (size_t)(hi - addr) : 0;
+	void *p;
 	ENTER(k);
 
 	*got = 0;
 	if (!n)
 		LEAVE(ODB_OK);
-	if (avail > n)
-		avail = n;
 	if (!kasan_enabled(k)) {
-		if (avail < n)
+		p = backed(k, addr, n);
+		if (!p)
 			LEAVE(outside(k, "read", addr, n));
-		memcpy(buf, virt_to_host(k, addr), n);
-		*got = n;
+		*got = n < cap ? n : cap;
+		memcpy(buf, p, *got);
 		LEAVE(ODB_OK);
 	}
-	kasan_check_range(k, addr, n, false, (unsigned long)__builtin_return_address(0));
-	if (avail)
-		memcpy(buf, virt_to_host(k, addr), avail);
-	*got = avail;
+	kasan_check_range(k, addr, n, false, ip);
+	*got = copy_existing(k, addr, n, buf, cap);
 	LEAVE(ODB_OK);
+}
+
+int odb_kasan_read_avail(odb_kernel *k, odb_addr_t addr, size_t n, void *buf, size_t *got)
+{
+	return read_some(k, addr, n, buf, n, got, (unsigned long)__builtin_return_address(0));
+}
+
+int odb_kasan_read_some(odb_kernel *k, odb_addr_t addr, size_t n, void *buf, size_t cap, size_t *got)
+{
+	return read_some(k, addr, n, buf, cap, got, (unsigned long)__builtin_return_address(0));
 }
 
 int odb_kasan_write(odb_kernel *k, odb_addr_t addr, const void *buf, size_t n)
 {
+	void *p;
 	ENTER(k);
 	if (!n)
 		LEAVE(ODB_OK);
 	if (!kasan_enabled(k)) {
-		if (!odb_in_arena(k, addr, n))
+		p = backed(k, addr, n);
+		if (!p)
 			LEAVE(outside(k, "write", addr, n));
-		memcpy(virt_to_host(k, addr), buf, n);
+		memcpy(p, buf, n);
 		LEAVE(ODB_OK);
 	}
-	if (kasan_check_range(k, addr, n, true, (unsigned long)__builtin_return_address(0)))
-		memcpy(virt_to_host(k, addr), buf, n);
-	else if (odb_in_arena(k, addr, n))
+	if (kasan_check_range(k, addr, n, true, (unsigned long)__builtin_return_address(0))) {
+		if ((p = backed(k, addr, n)))
+			memcpy(p, buf, n);
+	} else if (odb_in_arena(k, addr, n)) {
 		write_protected(k, virt_to_host(k, addr), buf, 0, n);
+	} else if ((p = vmalloc_host_ptr(k, addr, n))) {
+		memcpy(p, buf, n);      /* in an area's pages: no allocator metadata there */
+	}
 	LEAVE(ODB_OK);
 }
 
@@ -388,35 +440,41 @@ int odb_kasan_write(odb_kernel *k, odb_addr_t addr, const void *buf, size_t n)
  * performed when the check fails. */
 int odb_kasan_memset(odb_kernel *k, odb_addr_t addr, int c, size_t n)
 {
+	void *p;
 	ENTER(k);
 	if (!n)
 		LEAVE(ODB_OK);
 	if (!kasan_enabled(k)) {
-		if (!odb_in_arena(k, addr, n))
+		if (!backed(k, addr, n))
 			LEAVE(outside(k, "memset", addr, n));
 	} else if (!kasan_check_range(k, addr, n, true, (unsigned long)__builtin_return_address(0))) {
 		LEAVE(ODB_OK);
 	}
-	memset(virt_to_host(k, addr), c, n);
+	if ((p = backed(k, addr, n)))
+		memset(p, c, n);
 	LEAVE(ODB_OK);
 }
 
 static int copy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n, const char *what,
 		unsigned long ip)
 {
+	void *d, *s;
 	ENTER(k);
 	if (!n)
 		LEAVE(ODB_OK);
 	if (!kasan_enabled(k)) {
-		if (!odb_in_arena(k, src, n))
+		if (!backed(k, src, n))
 			LEAVE(outside(k, what, src, n));
-		if (!odb_in_arena(k, dst, n))
+		if (!backed(k, dst, n))
 			LEAVE(outside(k, what, dst, n));
 	} else if (!kasan_check_range(k, src, n, false, ip) ||
 		   !kasan_check_range(k, dst, n, true, ip)) {
 		LEAVE(ODB_OK);
 	}
-	memmove(virt_to_host(k, dst), virt_to_host(k, src), n);
+	d = backed(k, dst, n);
+	s = backed(k, src, n);
+	if (d && s)
+		memmove(d, s, n);
 	LEAVE(ODB_OK);
 }
 
@@ -439,7 +497,7 @@ int odb_kasan_shadow(odb_kernel *k, odb_addr_t addr, size_t n, uint8_t *out, siz
 		return odb_err(k, ODB_ESTATE, "kasan: KASAN is off (kasan=off)");
 	if (!n)
 		return ODB_OK;
-	if (addr + n < addr || !odb_in_arena(k, addr, n))
+	if (addr + n < addr || !kasan_range_has_metadata(k, addr, n))
 		return outside(k, "kasan.shadow", addr, n);
 	g = (size_t)(((addr + n - 1) >> KASAN_SHADOW_SCALE_SHIFT) - (addr >> KASAN_SHADOW_SCALE_SHIFT)) + 1;
 	memcpy(out, kasan_mem_to_shadow(k, addr), g);

@@ -121,9 +121,10 @@ void kasan_param_quarantine_fixes_show(struct odb_kernel *k, char *buf, size_t l
  */
 #define KASAN_SHADOW_TILE (2UL << 20)
 
-static int shadow_tile_fd(size_t tile)
+static int shadow_tile_fd(size_t tile, uint8_t fill)
 {
-	int fd = memfd_create("odebug-kasan-page-free", MFD_CLOEXEC);
+	int fd = memfd_create(fill == KASAN_PAGE_FREE ? "odebug-kasan-page-free" :
+			      "odebug-kasan-vmalloc-invalid", MFD_CLOEXEC);
 	void *p;
 
 	if (fd < 0)
@@ -137,16 +138,16 @@ static int shadow_tile_fd(size_t tile)
 		close(fd);
 		return -1;
 	}
-	memset(p, KASAN_PAGE_FREE, tile);
+	memset(p, fill, tile);
 	munmap(p, tile);
 	return fd;
 }
 
-static bool shadow_fill_page_free(char *shadow, size_t size)
+static bool shadow_fill_tiles(char *shadow, size_t size, uint8_t fill)
 {
 	size_t span = ALIGN(size, (size_t)PAGE_SIZE);
 	size_t tile = span < KASAN_SHADOW_TILE ? span : KASAN_SHADOW_TILE;
-	int fd = shadow_tile_fd(tile);
+	int fd = shadow_tile_fd(tile, fill);
 
 	if (fd < 0)
 		return false;
@@ -163,7 +164,9 @@ static bool shadow_fill_page_free(char *shadow, size_t size)
 	return true;
 }
 
-static void *shadow_map(size_t size)
+/* A shadow between its guards; with fill, reading fill everywhere
+ * (KASAN_PAGE_FREE for the arena: boot memory), else left to the caller. */
+static void *shadow_map(size_t size, bool fill, uint8_t value)
 {
 	char *base = mmap(NULL, size + 2 * KASAN_SHADOW_GUARD, PROT_NONE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -174,9 +177,30 @@ static void *shadow_map(size_t size)
 		munmap(base, size + 2 * KASAN_SHADOW_GUARD);
 		return NULL;
 	}
-	if (!shadow_fill_page_free(base + KASAN_SHADOW_GUARD, size))
-		memset(base + KASAN_SHADOW_GUARD, KASAN_PAGE_FREE, size);
+	if (fill && !shadow_fill_tiles(base + KASAN_SHADOW_GUARD, size, value))
+		memset(base + KASAN_SHADOW_GUARD, value, size);
 	return base + KASAN_SHADOW_GUARD;
+}
+
+/*
+ * vmalloc space's shadow (CONFIG_KASAN_VMALLOC) reads KASAN_VMALLOC_INVALID
+ * wherever no area's bytes are.  It is reserved at boot and filled (0xF8
+ * tiles, as the arena's 0xFF ones) the first time anything looks at it or
+ * writes it -- every access goes through kasan_mem_to_shadow() -- so a
+ * kernel that never touches vmalloc space never pays for the fill.
+ */
+uint8_t *kasan_vmalloc_shadow_slow(struct odb_kernel *k)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	pthread_mutex_lock(&ks->vshadow_lock);
+	if (!atomic_load_explicit(&ks->vshadow_ready, memory_order_relaxed)) {
+		if (!shadow_fill_tiles((char *)ks->vshadow, ks->vshadow_size, KASAN_VMALLOC_INVALID))
+			memset(ks->vshadow, KASAN_VMALLOC_INVALID, ks->vshadow_size);
+		atomic_store_explicit(&ks->vshadow_ready, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&ks->vshadow_lock);
+	return ks->vshadow;
 }
 
 static void shadow_unmap(void *shadow, size_t size)
@@ -197,6 +221,8 @@ int kasan_early_init(struct odb_kernel *k)
 	ks->enabled = true;
 	ks->policy_arg = QUARANTINE_BATCHED;
 	pthread_mutex_init(&ks->report_lock, NULL);
+	pthread_mutex_init(&ks->vshadow_lock, NULL);
+	atomic_init(&ks->vshadow_ready, false);
 	k->kasan = ks;
 	return 0;
 }
@@ -210,9 +236,18 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	if (!ks->enabled)
 		return 0;
 	ks->shadow_size = (size_t)(k->ram_bytes >> KASAN_SHADOW_SCALE_SHIFT);
-	ks->shadow = shadow_map(ks->shadow_size);
+	ks->shadow = shadow_map(ks->shadow_size, true, KASAN_PAGE_FREE);
 	if (!ks->shadow) {
 		snprintf(errbuf, errlen, "kasan: cannot map %zu bytes of shadow", ks->shadow_size);
+		return ODB_ENOMEM;
+	}
+	/* CONFIG_KASAN_VMALLOC: vmalloc space's shadow, invalid until areas come */
+	ks->vshadow_size = (size_t)(k->vmalloc_size >> KASAN_SHADOW_SCALE_SHIFT);
+	ks->vshadow = shadow_map(ks->vshadow_size, false, 0);   /* filled on first use */
+	if (!ks->vshadow) {
+		shadow_unmap(ks->shadow, ks->shadow_size);
+		ks->shadow = NULL;
+		snprintf(errbuf, errlen, "kasan: cannot map %zu bytes of vmalloc shadow", ks->vshadow_size);
 		return ODB_ENOMEM;
 	}
 	ks->q.policy = ks->policy_arg;
@@ -220,6 +255,8 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	if (quarantine_init(k)) {
 		shadow_unmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;
+		shadow_unmap(ks->vshadow, ks->vshadow_size);
+		ks->vshadow = NULL;
 		snprintf(errbuf, errlen, "kasan: out of memory for the quarantine");
 		return ODB_ENOMEM;
 	}
@@ -239,6 +276,10 @@ void kasan_release_shadow(struct odb_kernel *k)
 		shadow_unmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;
 	}
+	if (ks && ks->vshadow) {
+		shadow_unmap(ks->vshadow, ks->vshadow_size);
+		ks->vshadow = NULL;
+	}
 }
 
 void kasan_exit(struct odb_kernel *k)
@@ -251,7 +292,10 @@ void kasan_exit(struct odb_kernel *k)
 		quarantine_exit(k);
 	if (ks->shadow)
 		shadow_unmap(ks->shadow, ks->shadow_size);
+	if (ks->vshadow)
+		shadow_unmap(ks->vshadow, ks->vshadow_size);
 	pthread_mutex_destroy(&ks->report_lock);
+	pthread_mutex_destroy(&ks->vshadow_lock);
 	k->kasan = NULL;
 	free(ks);
 }

@@ -7,10 +7,13 @@
  * generic.c (shadow.c + generic.c: poisoning, the access checks, the public
  * access API), report.c (report.c + report_generic.c), quarantine.c.
  *
- * All state hangs off k->kasan (struct kasan_state).  Shadow byte i covers
- * arena bytes [8i, 8i+8): shadow(addr) = shadow_base + ((addr - PAGE_OFFSET) >> 3),
- * the kernel's (addr >> 3) + KASAN_SHADOW_OFFSET with the arena as its memory.
- * The shadow is its own NORESERVE mapping, never the page allocator's RAM.
+ * All state hangs off k->kasan (struct kasan_state).  Two regions of kernel
+ * addresses have shadow: the arena (the direct map) and vmalloc space.  Shadow
+ * byte i of a region covers its bytes [8i, 8i+8): shadow(addr) = region's
+ * shadow + ((addr - region start) >> 3), the kernel's (addr >> 3) +
+ * KASAN_SHADOW_OFFSET with those regions as its memory.  Each shadow is its
+ * own NORESERVE mapping, never the page allocator's RAM.  Any other address
+ * has no shadow (addr_has_metadata() false): a "wild" access.
  */
 #ifndef ODB_KASAN_KASAN_H
 #define ODB_KASAN_KASAN_H
@@ -144,6 +147,13 @@ struct kasan_state {
 	_Atomic uint64_t suppressed;  /* detections not printed (single shot) */
 	uint8_t *shadow;
 	size_t shadow_size;
+	/* vmalloc space's shadow: reserved at boot, made KASAN_VMALLOC_INVALID
+	 * everywhere on first use (kasan_vmalloc_shadow), so a kernel that never
+	 * touches vmalloc space pays nothing for it */
+	uint8_t *vshadow;
+	size_t vshadow_size;
+	atomic_bool vshadow_ready;
+	pthread_mutex_t vshadow_lock;
 	pthread_mutex_t report_lock;  /* report_lock: one report at a time */
 	struct quarantine q;
 	enum quarantine_policy policy_arg;
@@ -159,9 +169,40 @@ static inline bool kasan_enabled(struct odb_kernel *k)
 	struct kasan_state *ks = kasan_state(k);
 	return ks && ks->enabled && ks->shadow;
 }
+/* addr_has_metadata(): a lies in the arena or in vmalloc space. */
+static inline bool addr_has_metadata(const struct odb_kernel *k, odb_addr_t a)
+{
+	return a - k->page_offset_base < k->ram_bytes || is_vmalloc_addr(k, a);
+}
+/* vmalloc space's shadow, filled with KASAN_VMALLOC_INVALID on first use. */
+uint8_t *kasan_vmalloc_shadow_slow(struct odb_kernel *k);
+static inline uint8_t *kasan_vmalloc_shadow(struct odb_kernel *k)
+{
+	struct kasan_state *ks = kasan_state(k);
+
+	if (likely(atomic_load_explicit(&ks->vshadow_ready, memory_order_acquire)))
+		return ks->vshadow;
+	return kasan_vmalloc_shadow_slow(k);
+}
+/* For an address with shadow (addr_has_metadata). */
 static inline uint8_t *kasan_mem_to_shadow(struct odb_kernel *k, odb_addr_t a)
 {
-	return kasan_state(k)->shadow + ((a - ODB_PAGE_OFFSET) >> KASAN_SHADOW_SCALE_SHIFT);
+	struct kasan_state *ks = kasan_state(k);
+
+	if (likely(a - k->page_offset_base < k->ram_bytes))
+		return ks->shadow + ((a - k->page_offset_base) >> KASAN_SHADOW_SCALE_SHIFT);
+	return kasan_vmalloc_shadow(k) + ((a - k->vmalloc_start) >> KASAN_SHADOW_SCALE_SHIFT);
+}
+/* The end of the shadowed region holding a (addr_has_metadata(a)). */
+static inline odb_addr_t kasan_region_end(const struct odb_kernel *k, odb_addr_t a)
+{
+	return a - k->page_offset_base < k->ram_bytes ? k->page_offset_base + k->ram_bytes
+						      : k->vmalloc_start + k->vmalloc_size;
+}
+/* [a, a+len) lies in one shadowed region. */
+static inline bool kasan_range_has_metadata(const struct odb_kernel *k, odb_addr_t a, size_t len)
+{
+	return odb_in_arena(k, a, len) || odb_in_vmalloc(k, a, len);
 }
 static inline uint8_t *kasan_host_to_shadow(struct odb_kernel *k, const void *p)
 {
@@ -226,6 +267,11 @@ bool kasan_byte_accessible(struct odb_kernel *k, odb_addr_t addr);
 bool kasan_check_range(struct odb_kernel *k, odb_addr_t addr, size_t size, bool write,
 		       unsigned long ret_ip);
 odb_addr_t kasan_find_first_bad_addr(struct odb_kernel *k, odb_addr_t addr, size_t size);
+
+/* vmalloc (mm/kasan/shadow.c): the caller's bytes of a new area become
+ * accessible; a removed area goes back to KASAN_VMALLOC_INVALID. */
+void kasan_unpoison_vmalloc(struct odb_kernel *k, odb_addr_t start, unsigned long size);
+void kasan_poison_vmalloc(struct odb_kernel *k, odb_addr_t start, unsigned long size);
 
 /* ---- reports (report.c) ------------------------------------------------------------------ */
 enum kasan_report_type { KASAN_REPORT_ACCESS, KASAN_REPORT_INVALID_FREE, KASAN_REPORT_DOUBLE_FREE };

@@ -24,7 +24,8 @@ static const char *get_shadow_bug_type(struct odb_kernel *k, odb_addr_t first_ba
 	uint8_t v = *sh;
 
 	/* a partially accessible granule: the next one tells why */
-	if (v > 0 && v < KASAN_GRANULE_SIZE && odb_in_arena(k, first_bad + KASAN_GRANULE_SIZE, 1))
+	if (v > 0 && v < KASAN_GRANULE_SIZE &&
+	    first_bad + KASAN_GRANULE_SIZE < kasan_region_end(k, first_bad))
 		v = sh[1];
 	switch (v) {
 	case 0 ... KASAN_GRANULE_SIZE - 1:
@@ -63,13 +64,20 @@ static const char *get_wild_bug_type(odb_addr_t addr)
 	return "wild-memory-access";
 }
 
+/* report_generic.c's get_bug_type: an address with shadow is classified by
+ * the shadow of the first bad byte (an access starting in RAM at a freed page
+ * and running past the end of RAM is a use-after-free); the first bad byte
+ * itself without shadow -- the access runs off the end of RAM or of vmalloc
+ * space with every byte before accessible -- is odebug's wild-memory-access
+ * (the kernel's shadow for memory past the end of RAM reads 0 there, and the
+ * access faults instead). */
 const char *kasan_bug_type(struct odb_kernel *k, odb_addr_t addr, size_t size, odb_addr_t first_bad)
 {
 	if (addr + size < addr)
 		return "out-of-bounds";
-	if (!odb_in_arena(k, addr, 1))
+	if (!addr_has_metadata(k, addr))
 		return get_wild_bug_type(addr);
-	if (!odb_in_arena(k, addr, size))
+	if (!addr_has_metadata(k, first_bad))
 		return "wild-memory-access";
 	return get_shadow_bug_type(k, first_bad);
 }
@@ -201,9 +209,9 @@ static void describe_object(struct odb_kernel *k, struct odb_report_impl *r,
 		    (unsigned long long)obj, (unsigned long long)(obj + info->alloc_size));
 }
 
-static void dump_page(struct odb_kernel *k, struct odb_report_impl *r, odb_addr_t a)
+static void dump_page(struct odb_kernel *k, struct odb_report_impl *r, struct page *pg)
 {
-	struct page *pg = virt_to_page(k, a), *head = virt_to_head_page(k, a);
+	struct page *head = (READ_ONCE(pg->flags) & PG_tail) ? &k->pages[pg->head] : pg;
 	const char *what = (head->flags & PG_slab) ? "slab" :
 			   (head->flags & PG_buddy) || !(head->flags & (PG_alloc | PG_tail)) ? "buddy" : "";
 
@@ -220,6 +228,7 @@ static void print_address_description(struct odb_kernel *k, struct odb_report_im
 				      struct kasan_report_info *info)
 {
 	struct odb_task *t = odb_current(k);
+	struct page *page = NULL;
 	char tb[48];
 
 	report_line(r, "CPU: %d UID: 0 PID: %d Comm: %s %s 6.12.0-odebug #1",
@@ -246,9 +255,23 @@ static void print_address_description(struct odb_kernel *k, struct odb_report_im
 		}
 		report_line(r, "%s", "");
 	}
-	if (odb_in_arena(k, info->access_addr, 1)) {
+	if (is_vmalloc_addr(k, info->access_addr)) {
+		struct vm_area_info va;
+
+		if (find_vm_area_info(k, info->access_addr, &va)) {
+			report_line(r, "The buggy address belongs to the virtual mapping at");
+			report_line(r, " [%016llx, %016llx) created by:", (unsigned long long)va.start,
+				    (unsigned long long)va.end);
+			report_line(r, " %s", va.caller);
+			report_line(r, "%s", "");
+			page = va.page;       /* vmalloc_to_page(): none for the guard page */
+		}
+	} else if (odb_in_arena(k, info->access_addr, 1)) {
+		page = virt_to_page(k, info->access_addr);
+	}
+	if (page) {
 		report_line(r, "The buggy address belongs to the physical page:");
-		dump_page(k, r, info->access_addr);
+		dump_page(k, r, page);
 		report_line(r, "%s", "");
 	}
 }
@@ -268,7 +291,7 @@ void print_memory_metadata(struct odb_kernel *k, struct odb_report_impl *r, odb_
 			     (unsigned long long)row);
 		for (int j = 0; j < META_BLOCKS_PER_ROW; j++) {
 			odb_addr_t g = row + (odb_addr_t)j * KASAN_GRANULE_SIZE;
-			if (odb_in_arena(k, g, 1))
+			if (addr_has_metadata(k, g))
 				n += snprintf(line + n, sizeof(line) - (size_t)n, " %02x",
 					      *kasan_mem_to_shadow(k, g));
 			else
@@ -416,7 +439,9 @@ static void make_report(struct odb_kernel *k, struct kasan_report_info *info)
 	if (info->foreign) {
 		if (info->foreign->shadow_byte)
 			print_foreign_metadata(r, info->foreign);
-	} else if (odb_in_arena(k, info->access_addr, 1) && odb_in_arena(k, info->first_bad_addr, 1)) {
+	} else if (addr_has_metadata(k, info->access_addr)) {
+		/* as the kernel: whenever the access address has shadow, around
+		 * the first bad byte (granules without shadow print "??") */
 		print_memory_metadata(k, r, info->first_bad_addr);
 	}
 	report_line(r, SEP66);

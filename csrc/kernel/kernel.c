@@ -818,6 +818,8 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	k->clock = cfg->clock;
 	k->seed = cfg->seed;
 	k->ram_bytes = cfg->ram & ~(uint64_t)(PAGE_SIZE - 1);
+	k->vmalloc_size = vmalloc_region_size(k->ram_bytes);
+	INIT_LIST_HEAD(&k->kaslr_node);
 	k->cmdline = strdup(cfg->cmdline ? cfg->cmdline : "");
 	INIT_LIST_HEAD(&k->tasks);
 	pthread_mutex_init(&k->tasks_lock, NULL);
@@ -861,6 +863,15 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	ret = odb_parse_cmdline(k, k->cmdline, eb, sizeof(eb));
 	if (ret)
 		goto fail;
+	/* the memory layout (after nokaslr), before anything computes an address */
+	ret = ODB_ENOMEM;
+	if (kernel_randomize_memory(k, eb, sizeof(eb)))
+		goto fail;
+	if (vmalloc_init(k)) {
+		snprintf(eb, sizeof(eb), "vmalloc: cannot map %llu bytes of vmalloc space",
+			 (unsigned long long)k->vmalloc_size);
+		goto fail;
+	}
 	if (k->lock_bias && !odb_membarrier_ready())
 		k->lock_bias = 0;
 	if (k->sched_controlled) {
@@ -933,6 +944,7 @@ void odb_kernel_close(odb_kernel *k)
 {
 	if (atomic_exchange(&k->closed, true))
 		return;
+	kaslr_release(k);   /* its addresses may be another kernel's from now on */
 	if (odb_wq_is_worker(k)) {
 		/* closed from a work item: stop the loop; destroy joins the worker */
 		pthread_mutex_lock(&k->wq_lock);
@@ -1015,11 +1027,13 @@ void odb_kernel_destroy(odb_kernel *k)
 		return;
 	run_destroy_hooks(k);
 	atomic_store(&k->closed, true);
+	kaslr_release(k);
 	if (unlikely(odb_sched_on(k)) && odb_sched_wedged(k)) {
 		/* Tasks of a controlled run that ended in a deadlock or a stall still
 		 * wait inside k, holding its locks: give back the simulated memory
 		 * (they never touch it again) and leave everything else as it is. */
 		kasan_release_shadow(k);
+		vmalloc_release_window(k);
 		odb_mem_exit(k);
 		return;
 	}
@@ -1060,6 +1074,7 @@ void odb_kernel_destroy(odb_kernel *k)
 		free(t);
 	}
 	pthread_mutex_unlock(&k->tasks_lock);
+	vmalloc_exit(k);
 	odb_mem_exit(k);
 	odb_depot_exit(k);
 	odb_reports_exit(k);

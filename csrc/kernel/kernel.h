@@ -601,6 +601,7 @@ bool flush_delayed_work(struct odb_kernel *k, struct odb_work *w);
 #define PG_slab     (1u << 3)
 #define PG_reserved (1u << 4)
 #define PG_alloc    (1u << 5)   /* head of an allocated block (any order) */
+#define PG_vmalloc  (1u << 6)   /* a page of a vmalloc area (odebug's: only vfree frees it) */
 
 /* struct page: 128 bytes.  priv[] is room-owned: slab/ overlays struct slab
  * (16-byte aligned for the freelist+counters double-word cmpxchg). */
@@ -622,9 +623,10 @@ struct odb_zone {
 
 static inline uintptr_t odb_ptr_add(void *p, size_t n) { return (uintptr_t)p + n; }
 
-/* Host pointer <-> simulated address, for addresses known to be in the arena. */
-#define virt_to_host(k, a) ((void *)((k)->ram + ((a) - ODB_PAGE_OFFSET)))
-#define host_to_virt(k, p) ((odb_addr_t)((char *)(p) - (k)->ram) + ODB_PAGE_OFFSET)
+/* Host pointer <-> simulated address, for addresses known to be in the arena
+ * (the direct map at the kernel's page_offset_base, kernel/kaslr.c). */
+#define virt_to_host(k, a) ((void *)((k)->ram + ((a) - (k)->page_offset_base)))
+#define host_to_virt(k, p) ((odb_addr_t)((char *)(p) - (k)->ram) + (k)->page_offset_base)
 static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len);
 struct page *virt_to_page(struct odb_kernel *k, odb_addr_t a);
 struct page *virt_to_head_page(struct odb_kernel *k, odb_addr_t a);
@@ -801,6 +803,18 @@ struct odb_kernel {
 	bool worker_started;
 	pthread_t worker;
 
+	/* memory layout (kernel/kaslr.c): the direct map (the arena) starts at
+	 * page_offset_base, like x86-64's page_offset_base; vmalloc space is
+	 * [vmalloc_start, vmalloc_start + vmalloc_size) (VMALLOC_START/END);
+	 * both 1 GiB aligned, from the boot seed unless nokaslr */
+	odb_addr_t page_offset_base;
+	odb_addr_t vmalloc_start;
+	uint64_t vmalloc_size;
+	bool nokaslr;                     /* nokaslr on the command line */
+	bool kaslr_live;                  /* in the registry of live layouts (under its lock) */
+	struct list_head kaslr_node;      /* the registry's list */
+	struct vmap_state *vmap;          /* kernel/vmalloc.c */
+
 	/* memory */
 	char *ram;                        /* host base of the arena */
 	uint64_t ram_bytes;
@@ -908,8 +922,19 @@ static inline struct odb_task_slot *odb_current_slot(struct odb_kernel *k)
 
 static inline bool odb_in_arena(const struct odb_kernel *k, odb_addr_t a, size_t len)
 {
-	return a >= ODB_PAGE_OFFSET && len <= k->ram_bytes &&
-	       a - ODB_PAGE_OFFSET <= k->ram_bytes - len;
+	return a >= k->page_offset_base && len <= k->ram_bytes &&
+	       a - k->page_offset_base <= k->ram_bytes - len;
+}
+/* is_vmalloc_addr(): a in [VMALLOC_START, VMALLOC_END) of this kernel (mapped
+ * or not); odb_in_vmalloc: the whole [a, a+len) is. */
+static inline bool is_vmalloc_addr(const struct odb_kernel *k, odb_addr_t a)
+{
+	return a - k->vmalloc_start < k->vmalloc_size;
+}
+static inline bool odb_in_vmalloc(const struct odb_kernel *k, odb_addr_t a, size_t len)
+{
+	return a >= k->vmalloc_start && len <= k->vmalloc_size &&
+	       a - k->vmalloc_start <= k->vmalloc_size - len;
 }
 static inline bool odb_task_atomic(const struct odb_task *t)
 {
@@ -1069,6 +1094,64 @@ uint64_t odb_sched_clock(struct odb_kernel *k);
 /* A task's comm and pid for a thread that is about to run as a scheduler task. */
 struct odb_task *odb_task_adopt(struct odb_kernel *k, int pid, const char *comm);
 int odb_next_pid(struct odb_kernel *k);
+
+/* ---- memory layout and vmalloc (kernel/kaslr.c, kernel/vmalloc.c) ------------------------ */
+/* kernel_randomize_memory(): choose page_offset_base and vmalloc_start (after
+ * the command line: nokaslr) and enter them in the registry of live layouts;
+ * -1 (with errbuf) if no free slot is left.  kaslr_release: leave the
+ * registry (odb_kernel_close / destroy; idempotent). */
+int kernel_randomize_memory(struct odb_kernel *k, char *errbuf, size_t errlen);
+void kaslr_release(struct odb_kernel *k);
+int kaslr_param_nokaslr(struct odb_kernel *k, const char *val);
+void kaslr_param_nokaslr_show(struct odb_kernel *k, char *buf, size_t len);
+/* vmalloc_init: the vmalloc region's host window (after the layout);
+ * vmalloc_exit: unmap it and free every area's record. */
+int vmalloc_init(struct odb_kernel *k);
+void vmalloc_exit(struct odb_kernel *k);
+/* Unmap the window only (a wedged kernel: odb_kernel_destroy). */
+void vmalloc_release_window(struct odb_kernel *k);
+/* vmalloc space that is backed now: host pointer of [a, a+len) when every
+ * page of it is mapped (an area's pages), else NULL.  The pointer stays
+ * valid host memory for the kernel's life (an unmapped page becomes scratch
+ * memory, never a hole), so a racing vfree never faults a reader. */
+void *vmalloc_host_ptr(struct odb_kernel *k, odb_addr_t a, size_t len);
+/* Bytes of [a, a+n) that are backed, counted from a (arena or mapped vmalloc
+ * pages); 0 when a itself is not. */
+size_t odb_backed_bytes(struct odb_kernel *k, odb_addr_t a, size_t n);
+/* The area holding vmalloc address a (guard page included), for reports:
+ * its [start, end) (end past the guard, as va->va_end), its caller's %pS
+ * text and the physical page mapped at a (NULL: none, e.g. the guard page).
+ * false when a is in no area. */
+struct vm_area_info {
+	odb_addr_t start, end;
+	char caller[256];
+	struct page *page;
+};
+bool find_vm_area_info(struct odb_kernel *k, odb_addr_t a, struct vm_area_info *out);
+/* vm_struct flags (include/linux/vmalloc.h values) */
+#define VM_ALLOC            0x00000002
+#define VM_MAP              0x00000004
+#define VM_UNINITIALIZED    0x00000020
+#define VM_ALLOW_HUGE_VMAP  0x00000400
+/* The size of a kernel's vmalloc region for ram bytes of RAM. */
+uint64_t vmalloc_region_size(uint64_t ram);
+/* The core of vmalloc/vzalloc/kvmalloc's fallback (__vmalloc_node_range):
+ * size bytes from the page allocator (gfp: ODB_GFP_ZERO for vzalloc) mapped
+ * in vmalloc space, the caller's size unpoisoned; 0 on failure (after
+ * warn_alloc's "vmalloc error" unless NOWARN).  vm_flags: VM_ALLOW_HUGE_VMAP
+ * (kvmalloc) maps 2 MiB blocks when it can. */
+odb_addr_t __vmalloc_node_range(struct odb_kernel *k, unsigned long size, unsigned int gfp,
+				unsigned int vm_flags, unsigned long caller);
+/* vfree / vunmap: true when an area was removed (else the kernel's WARN was
+ * made); vfree frees a vmalloc'd area's pages, vunmap none. */
+bool vfree(struct odb_kernel *k, odb_addr_t addr, unsigned long caller);
+bool vunmap(struct odb_kernel *k, odb_addr_t addr);
+/* vmap: count page frames mapped contiguously (VM_MAP), 0 on failure. */
+odb_addr_t vmap(struct odb_kernel *k, const uint32_t *pfns, uint64_t count, unsigned long caller);
+/* Pages of vmalloc'd areas now (the kernel's nr_vmalloc_pages). */
+uint64_t vmalloc_nr_pages(struct odb_kernel *k);
+/* %pGg of gfp flags (page_alloc.c). */
+void odb_format_gfp(unsigned int gfp, char *buf, size_t len);
 
 /* Internal pieces of kernel.c used by the other kernel/ files. */
 int odb_mem_init(struct odb_kernel *k);

@@ -18,6 +18,13 @@
  * that escapes the simulated RAM by a little (a corrupted free pointer, an
  * off-by-a-page copy) faults at once instead of silently writing host memory.
  * The whole reservation (guards included) is unmapped at exit.
+ *
+ * RAM itself is a shared anonymous mapping (still NORESERVE: untouched pages
+ * cost nothing), so that vmalloc space can map the very same pages
+ * (kernel/vmalloc.c: mremap(2) of a shared mapping with old size 0 makes a
+ * second mapping of its pages).  Its pages are shmem pages: a first touch
+ * costs a little more than an anonymous page's, and a fork()ed child shares
+ * them with its parent (a kernel is not meant to be used across fork).
  */
 #define ODB_ARENA_GUARD (16UL << 20)
 
@@ -35,7 +42,8 @@ static char *arena_map(size_t ram)
 
 	if (base == MAP_FAILED)
 		return NULL;
-	if (mprotect(base + ODB_ARENA_GUARD, size, PROT_READ | PROT_WRITE)) {
+	if (mmap(base + ODB_ARENA_GUARD, size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
 		munmap(base, size + 2 * ODB_ARENA_GUARD);
 		return NULL;
 	}
@@ -129,7 +137,7 @@ struct page *virt_to_page(struct odb_kernel *k, odb_addr_t a)
 {
 	if (!odb_in_arena(k, a, 1))
 		return NULL;
-	return &k->pages[(a - ODB_PAGE_OFFSET) >> PAGE_SHIFT];
+	return &k->pages[(a - k->page_offset_base) >> PAGE_SHIFT];
 }
 
 struct page *virt_to_head_page(struct odb_kernel *k, odb_addr_t a)
@@ -143,7 +151,7 @@ struct page *virt_to_head_page(struct odb_kernel *k, odb_addr_t a)
 
 odb_addr_t page_address(struct odb_kernel *k, const struct page *p)
 {
-	return ODB_PAGE_OFFSET + ((uint64_t)(p - k->pages) << PAGE_SHIFT);
+	return k->page_offset_base + ((uint64_t)(p - k->pages) << PAGE_SHIFT);
 }
 
 /* __should_fail_alloc_page (mm/fail_page_alloc.c) */
@@ -164,7 +172,7 @@ static bool should_fail_alloc_page(struct odb_kernel *k, unsigned int gfp, unsig
 }
 
 /* %pGg for the flags odebug has, in the kernel's names and order. */
-static void format_gfp(unsigned int gfp, char *buf, size_t len)
+void odb_format_gfp(unsigned int gfp, char *buf, size_t len)
 {
 	static const struct { unsigned int mask; const char *name; } names[] = {
 		{ ODB_GFP_KERNEL, "GFP_KERNEL" },
@@ -200,7 +208,7 @@ static void warn_alloc(struct odb_kernel *k, unsigned int gfp, unsigned int orde
 
 	if (gfp & ODB_GFP_NOWARN)
 		return;
-	format_gfp(gfp, g, sizeof(g));
+	odb_format_gfp(gfp, g, sizeof(g));
 	r = report_new(k, "kernel", "page allocation failure");
 	if (!r)
 		return;
@@ -301,23 +309,35 @@ void odb_register_page_alloc_hook(struct odb_kernel *k, odb_page_alloc_hook fn)
 /* ---- public API ----------------------------------------------------------------- */
 uint64_t odb_totalram_pages(odb_kernel *k) { return k->nr_pages; }
 uint64_t odb_nr_free_pages(odb_kernel *k) { return atomic_load(&k->nr_free_pages); }
-odb_addr_t odb_arena_start(odb_kernel *k) { return ODB_PAGE_OFFSET; }
-odb_addr_t odb_arena_end(odb_kernel *k) { return ODB_PAGE_OFFSET + k->ram_bytes; }
+odb_addr_t odb_arena_start(odb_kernel *k) { return k->page_offset_base; }
+odb_addr_t odb_arena_end(odb_kernel *k) { return k->page_offset_base + k->ram_bytes; }
+odb_addr_t odb_page_offset(odb_kernel *k) { return k->page_offset_base; }
+odb_addr_t odb_vmalloc_start(odb_kernel *k) { return k->vmalloc_start; }
+odb_addr_t odb_vmalloc_end(odb_kernel *k) { return k->vmalloc_start + k->vmalloc_size; }
 
 void *odb_host_ptr(odb_kernel *k, odb_addr_t addr, size_t len)
 {
-	if (!k->ram || !odb_in_arena(k, addr, len))
+	if (!k->ram)
 		return NULL;
-	return virt_to_host(k, addr);
+	if (odb_in_arena(k, addr, len))
+		return virt_to_host(k, addr);
+	return vmalloc_host_ptr(k, addr, len);
 }
 
 odb_addr_t odb_virt_addr(odb_kernel *k, const void *p)
 {
 	const char *c = p;
+	void *base;
+	size_t len;
 
-	if (!k->ram || !c || c < k->ram || (uint64_t)(c - k->ram) >= k->ram_bytes)
+	if (!k->ram || !c)
 		return 0;
-	return host_to_virt(k, c);
+	if (c >= k->ram && (uint64_t)(c - k->ram) < k->ram_bytes)
+		return host_to_virt(k, c);
+	if (odb_host_region(k, ODB_REGION_VMALLOC, &base, &len) == ODB_OK &&
+	    c >= (char *)base && (size_t)(c - (char *)base) < len)
+		return k->vmalloc_start + (odb_addr_t)(c - (char *)base);
+	return 0;
 }
 
 int odb_alloc_pages(odb_kernel *k, unsigned int gfp, unsigned int order, odb_addr_t *addr)
@@ -354,11 +374,12 @@ int odb_free_pages(odb_kernel *k, odb_addr_t addr, unsigned int order)
 		return odb_leave(t, odb_err(k, ODB_EINVAL,
 					    "0x%llx is not a page address in this kernel",
 					    (unsigned long long)addr));
-	if (!(p->flags & PG_alloc) || (p->flags & PG_slab))
+	if (!(p->flags & PG_alloc) || (p->flags & (PG_slab | PG_vmalloc)))
 		return odb_leave(t, odb_err(k, ODB_EINVAL,
 					    "page 0x%llx is not an allocated page block (%s)",
 					    (unsigned long long)addr,
 					    (p->flags & PG_slab) ? "it belongs to a slab" :
+					    (p->flags & PG_vmalloc) ? "it belongs to a vmalloc area" :
 					    (p->flags & PG_tail) ? "tail page" : "free"));
 	if (p->order != order)
 		return odb_leave(t, odb_err(k, ODB_EINVAL,

@@ -185,6 +185,7 @@ const struct odb_param odb_params[] = {
 	{ "odebug.lock_bias", set_lock_bias, get_lock_bias },
 	{ "odebug.sched", set_sched, get_sched },
 	{ "odebug.kcsan", set_kcsan, get_kcsan },
+	{ "nokaslr", kaslr_param_nokaslr, kaslr_param_nokaslr_show },
 	ODB_ROOM_PARAMS
 	{ NULL, NULL, NULL },
 };

@@ -1299,7 +1299,7 @@ static PyObject *frame_hook_ns(PyObject *module, PyObject *args)
 
 static PyObject *build_info(PyObject *module, PyObject *unused)
 {
-	return Py_BuildValue("{s:s,s:i,s:i,s:K}",
+	return Py_BuildValue("{s:s,s:i,s:i,s:K,s:K}",
 #if defined(__SANITIZE_ADDRESS__)
 			     "sanitizer", "address",
 #elif defined(__SANITIZE_THREAD__)
@@ -1308,7 +1308,8 @@ static PyObject *build_info(PyObject *module, PyObject *unused)
 			     "sanitizer", "",
 #endif
 			     "max_cpus", ODB_MAX_CPUS, "max_order", ODB_MAX_ORDER,
-			     "page_offset", (unsigned long long)ODB_PAGE_OFFSET);
+			     "page_offset", (unsigned long long)ODB_PAGE_OFFSET,
+			     "vmalloc_start", (unsigned long long)ODB_VMALLOC_START);
 }
 
 static PyMethodDef module_methods[] = {

@@ -89,20 +89,19 @@ static PyObject *py_kasan_read(PyObject *m, PyObject *args)
 		return NULL;
 	GET_KERNEL(m, kobj, ko);
 	{
-		/* only the bytes that exist are allocated and returned (the
-		 * check and its report cover all n) */
-		unsigned long long lo = odb_arena_start(ko->k), hi = odb_arena_end(ko->k);
-		size_t avail = (addr >= lo && addr < hi) ? (size_t)(hi - addr) : 0, got = 0;
+		/* only the bytes that exist (RAM, an area's mapped pages) are
+		 * allocated and returned (the check and its report cover all n) */
+		size_t avail = odb_backed(ko->k, addr, n), got = 0;
 
-		res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(avail < n ? avail : n));
+		res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)avail);
 		if (!res)
 			return NULL;
 		if (n > GIL_LIMIT) {
 			Py_BEGIN_ALLOW_THREADS
-			ret = odb_kasan_read_avail(ko->k, addr, n, PyBytes_AS_STRING(res), &got);
+			ret = odb_kasan_read_some(ko->k, addr, n, PyBytes_AS_STRING(res), avail, &got);
 			Py_END_ALLOW_THREADS
 		} else {
-			ret = odb_kasan_read_avail(ko->k, addr, n, PyBytes_AS_STRING(res), &got);
+			ret = odb_kasan_read_some(ko->k, addr, n, PyBytes_AS_STRING(res), avail, &got);
 		}
 		if (ret) {
 			Py_DECREF(res);
@@ -242,12 +241,14 @@ static PyObject *py_kasan_shadow(PyObject *m, PyObject *args)
 	if (n > ((size_t)1 << 40))
 		return PyErr_Format(PyExc_ValueError, "kasan.shadow: size %zu too large", n), NULL;
 	{
-		/* a range outside the arena is refused by the core before any
-		 * copy: no host buffer for it */
+		/* a range outside the arena and vmalloc space is refused by the
+		 * core before any copy: no host buffer for it */
 		unsigned long long lo = odb_arena_start(ko->k), hi = odb_arena_end(ko->k);
+		unsigned long long vlo = odb_vmalloc_start(ko->k), vhi = odb_vmalloc_end(ko->k);
 		uint8_t none[1];
 
-		if (addr < lo || addr > hi || n > hi - addr) {
+		if ((addr < lo || addr > hi || n > hi - addr) &&
+		    (addr < vlo || addr > vhi || n > vhi - addr)) {
 			ret = odb_kasan_shadow(ko->k, addr, n, none, &cnt);
 			return ret ? odb_raise(ko, ret) : PyBytes_FromStringAndSize(NULL, 0);
 		}

@@ -10,14 +10,15 @@
  * would (at most every 100 ms under the lazy policy).
  *
  * Addresses are synthetic: CPU c's objects live at
- * CHURN_BASE + c * 16 GiB + (round % lifetime) * 64 MiB + i * CHURN_STRIDE.
+ * CHURN_BASE + c * 16 GiB + (round % lifetime) * 64 MiB + i * CHURN_STRIDE, where
+ * CHURN_BASE is 1 TiB above the kernel's direct map (odb_page_offset()).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "kernel/kernel.h"
 
-#define CHURN_BASE   (ODB_PAGE_OFFSET + (1ULL << 40))
+#define CHURN_BASE(k) ((k)->page_offset_base + (1ULL << 40))
 #define CHURN_STRIDE 192ULL          /* about a struct with a timer in it */
 #define CHURN_MAX_WAVE 300000u
 #define CHURN_MAX_ROUNDS (1u << 24)
@@ -47,7 +48,7 @@ static uint64_t churn_rand(uint64_t *s)
 
 static odb_addr_t churn_addr(const struct churn_cpu *c, unsigned int slot, unsigned int i)
 {
-	return CHURN_BASE + ((uint64_t)c->cpu << 34) + ((uint64_t)slot << 26) + i * CHURN_STRIDE;
+	return CHURN_BASE(c->k) + ((uint64_t)c->cpu << 34) + ((uint64_t)slot << 26) + i * CHURN_STRIDE;
 }
 
 /* One round on the calling thread (bound to c->cpu). */

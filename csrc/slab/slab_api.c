@@ -277,12 +277,40 @@ int odb_kfree(odb_kernel *k, odb_addr_t x)
 
 	if (x <= ODB_ZERO_SIZE_PTR)   /* ZERO_OR_NULL_PTR */
 		LEAVE(ODB_OK);
+	if (is_vmalloc_addr(k, x)) {
+		kfree_vmalloc_addr(k, x, (unsigned long)__builtin_return_address(0));
+		LEAVE(ODB_OK);
+	}
 	p = obj_ptr(k, x, &r);
 	if (!p)
 		LEAVE(r);
 	if (!debug_objects_refuse_free(k, p, "kfree"))   /* a tracker: reported */
 		kfree(k, p);
 	LEAVE(ODB_OK);
+}
+
+int odb_kvmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
+{
+	unsigned long caller = (unsigned long)__builtin_return_address(0);
+	ENTER(k);
+
+	*out = 0;
+	if (!size) {
+		*out = ODB_ZERO_SIZE_PTR;
+		LEAVE(ODB_OK);
+	}
+	*out = kvmalloc_node(k, size, gfp, caller);
+	if (!*out)
+		LEAVE(odb_err(k, ODB_ENOMEM, "kvmalloc(%zu) failed", size));
+	LEAVE(ODB_OK);
+}
+
+/* kvfree: is_vmalloc_addr() ? vfree : kfree */
+int odb_kvfree(odb_kernel *k, odb_addr_t x)
+{
+	if (is_vmalloc_addr(k, x))
+		return odb_vfree(k, x);
+	return odb_kfree(k, x);
 }
 
 int odb_ksize(odb_kernel *k, odb_addr_t x, size_t *out)

@@ -1617,6 +1617,50 @@ void kfree(struct odb_kernel *k, const void *x)
 	slab_free_slow(k, NULL, NULL, obj, "kfree", addr);   /* reports: no slab for the object */
 }
 
+/*
+ * kfree() of a vmalloc address: virt_to_folio() of it is no page of the
+ * direct map, so the kernel takes it for a large kmalloc and KASAN's
+ * kasan_kfree_large() check (ptr != page_address(its head page)) reports an
+ * invalid-free before the page would be put.  odebug frees nothing either
+ * way (the kernel would go on to put a bogus folio); without KASAN it is the
+ * "no slab for object" report of any address that is no slab object.
+ */
+void kfree_vmalloc_addr(struct odb_kernel *k, odb_addr_t x, unsigned long ip)
+{
+	if (kasan_enabled(k)) {
+		kasan_report_invalid_free(k, x, ip, KASAN_REPORT_INVALID_FREE);
+		return;
+	}
+	slab_bad_free(k, "no slab for object", "SLUB %s: no slab for object 0x%llx.", "<none>",
+		      (unsigned long long)x);
+}
+
+/*
+ * kvmalloc (mm/slub.c's __kvmalloc_node): a physically contiguous block first
+ * -- for more than a page without the allocator's warnings and without
+ * __GFP_NOFAIL, since there is a fallback -- then, for more than a page and a
+ * gfp that may block, vmalloc with VM_ALLOW_HUGE_VMAP.  Returns the kernel
+ * address, 0 on failure.
+ */
+odb_addr_t kvmalloc_node(struct odb_kernel *k, size_t size, gfp_t flags, unsigned long caller)
+{
+	gfp_t kmalloc_flags = flags;
+	void *p;
+
+	if (size > PAGE_SIZE) {
+		kmalloc_flags |= __GFP_NOWARN;
+		kmalloc_flags &= ~__GFP_NOFAIL;
+	}
+	p = size <= KMALLOC_MAX_SIZE ? kmalloc(k, size, kmalloc_flags) : NULL;
+	if (p || size <= PAGE_SIZE)
+		return p ? host_to_virt(k, p) : 0;
+	if (!gfpflags_allow_blocking(flags))
+		return 0;   /* non-sleeping allocations are not supported by vmalloc */
+	if (size > INT32_MAX)
+		return 0;   /* (the kernel WARNs once unless __GFP_NOWARN) */
+	return __vmalloc_node_range(k, size, flags, VM_ALLOW_HUGE_VMAP, caller);
+}
+
 /* __ksize / slab_ksize: what the caller may use of the object. */
 static size_t slab_ksize(const struct kmem_cache *s)
 {
@@ -1757,7 +1801,7 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	if (!s)
 		return NULL;
 	s->k = k;
-	s->fp_bias = (uintptr_t)k->ram - (uintptr_t)ODB_PAGE_OFFSET;
+	s->fp_bias = (uintptr_t)k->ram - (uintptr_t)k->page_offset_base;
 	s->name = strdup(name);
 	s->cpu_slab = aligned_alloc(64, sizeof(struct kmem_cache_cpu) * k->nr_cpu_ids);
 	if (!s->name || !s->cpu_slab) {

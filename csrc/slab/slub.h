@@ -110,7 +110,7 @@ struct kmem_cache {
 	 * kasan_check_byte() on it catches a second destroy).  This host struct
 	 * stays, as a tombstone, until the kernel goes. */
 	void *desc;
-	uintptr_t fp_bias;                  /* host - kernel address: k->ram - ODB_PAGE_OFFSET */
+	uintptr_t fp_bias;                  /* host - kernel address: k->ram - k->page_offset_base */
 	uintptr_t fp_ram;                   /* k->ram: freeptr_valid()'s arena offsets */
 	uintptr_t fp_mask;                  /* (PAGE_SIZE << order) - 1 */
 	uintptr_t fp_last;                  /* (PAGE_SIZE << order) - size: last slot's offset */
@@ -464,6 +464,10 @@ void slab_err(struct kmem_cache *s, struct slab *sl, const char *kind, const cha
 	__printf(4, 5);
 void object_err(struct kmem_cache *s, struct slab *sl, uint8_t *object, const char *reason);
 void slab_bad_free(struct odb_kernel *k, const char *kind, const char *fmt, ...) __printf(3, 4);
+/* kfree() of a vmalloc address: reported (KASAN's invalid-free), nothing freed. */
+void kfree_vmalloc_addr(struct odb_kernel *k, odb_addr_t x, unsigned long ip);
+/* kvmalloc: kmalloc, else vmalloc (0 on failure). */
+odb_addr_t kvmalloc_node(struct odb_kernel *k, size_t size, gfp_t flags, unsigned long caller);
 void print_tracking(struct kmem_cache *s, void *object, struct odb_report_impl *r);
 int setup_slub_debug(struct odb_kernel *k, const char *str);
 void slub_debug_show(struct odb_kernel *k, char *buf, size_t len);

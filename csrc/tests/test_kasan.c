@@ -54,8 +54,11 @@ static void test_shadow_and_rules(void)
 	c = odb_report_count(k);
 	CHECK(odb_kasan_check_read(k, 16, 1) == ODB_OK && !strcmp(last_kind(k, c), "null-ptr-deref"));
 	c = odb_report_count(k);
-	CHECK(odb_kasan_check_read(k, 0xffffc90000000000ULL, 8) == ODB_OK &&
+	CHECK(odb_kasan_check_read(k, 0xffffea0000000000ULL, 8) == ODB_OK &&   /* vmemmap: no shadow */
 	      !strcmp(last_kind(k, c), "wild-memory-access"));
+	c = odb_report_count(k);
+	CHECK(odb_kasan_check_read(k, odb_vmalloc_start(k), 8) == ODB_OK &&      /* unused vmalloc space */
+	      !strcmp(last_kind(k, c), "vmalloc-out-of-bounds"));
 	CHECK(odb_kfree(k, p) == ODB_OK);
 	CHECK(odb_kasan_shadow(k, p, 16, sh, &n) == ODB_OK && sh[0] == KASAN_SLAB_FREE_META && sh[1] == KASAN_SLAB_FREE);
 	c = odb_report_count(k);
@@ -245,8 +248,79 @@ static void test_slab_kunit_counting(void)
 	odb_kernel_destroy(k);
 }
 
+/* issue 17: per-kernel layouts (KASLR) and vmalloc space with its shadow */
+static void test_layout_and_vmalloc(void)
+{
+	odb_kernel *a = odb_test_boot("kasan_multi_shot no_debug_objects", ODB_CLOCK_VIRTUAL, 1, 32 << 20, 0);
+	odb_kernel *b = odb_test_boot("kasan_multi_shot no_debug_objects", ODB_CLOCK_VIRTUAL, 1, 32 << 20, 0);
+	odb_kernel *c = odb_test_boot("nokaslr", ODB_CLOCK_VIRTUAL, 1, 32 << 20, 77);
+	odb_addr_t p, v, w, pages[2];
+	uint8_t sh[1100], buf[16] = { 0 };
+	uint64_t free0, vfree0;
+	size_t n, r;
+
+	CHECK(a && b && c);
+	if (!a || !b || !c)
+		return;
+	/* the same seed alive twice: the next 1 GiB slot; nokaslr takes the next
+	 * free one too (the nokaslr slot is a's) */
+	CHECK(odb_page_offset(a) % (1ULL << 30) == 0 && odb_page_offset(b) % (1ULL << 30) == 0);
+	CHECK(odb_page_offset(a) != odb_page_offset(b));
+	CHECK(odb_arena_end(a) <= odb_page_offset(b) || odb_arena_end(b) <= odb_page_offset(a));
+	CHECK(odb_vmalloc_end(a) <= odb_vmalloc_start(b) || odb_vmalloc_end(b) <= odb_vmalloc_start(a));
+	CHECK(odb_page_offset(c) != odb_page_offset(a) && odb_page_offset(c) != odb_page_offset(b));
+	odb_kernel_destroy(c);
+	/* a's object in b: refused by kfree, a wild access in b */
+	CHECK(odb_kmalloc(a, 64, ODB_GFP_KERNEL, &p) == ODB_OK);
+	CHECK(odb_kfree(b, p) == ODB_EINVAL);
+	r = odb_report_count(b);
+	CHECK(odb_kasan_write(b, p, buf, 8) == ODB_OK && !strcmp(last_kind(b, r), "wild-memory-access"));
+	CHECK(odb_kfree(a, p) == ODB_OK && odb_report_count(a) == 0);
+	/* vmalloc_oob */
+	free0 = odb_nr_free_pages(a);
+	CHECK(odb_vmalloc(a, 2035, &v) == ODB_OK && odb_vmalloc_start(a) <= v && v < odb_vmalloc_end(a));
+	CHECK(odb_nr_free_pages(a) == free0 - 1 && odb_vmalloc_nr_pages(a) == 1);
+	CHECK(odb_kasan_shadow(a, v, 8192, sh, &n) == ODB_OK && n == 1024);
+	CHECK(sh[253] == 0 && sh[254] == 3 && sh[255] == KASAN_VMALLOC_INVALID && sh[1023] == KASAN_VMALLOC_INVALID);
+	r = odb_report_count(a);
+	CHECK(odb_kasan_read(a, v + 2035, buf, 1) == ODB_OK && !strcmp(last_kind(a, r), "vmalloc-out-of-bounds"));
+	r = odb_report_count(a);
+	CHECK(odb_kasan_read(a, v + 2040, buf, 1) == ODB_OK && !strcmp(last_kind(a, r), "vmalloc-out-of-bounds"));
+	CHECK(odb_kasan_write(a, v, "vmalloc", 7) == ODB_OK && odb_host_ptr(a, v, 7) &&
+	      !memcmp(odb_host_ptr(a, v, 7), "vmalloc", 7));
+	CHECK(odb_virt_addr(a, odb_host_ptr(a, v + 5, 1)) == v + 5);
+	CHECK(odb_host_ptr(a, v, 4097) == NULL && odb_backed(a, v + 4000, 1000) == 96);
+	/* kfree of it: KASAN's invalid-free, nothing freed */
+	r = odb_report_count(a);
+	CHECK(odb_kfree(a, v) == ODB_OK && !strcmp(last_kind(a, r), "invalid-free"));
+	CHECK(odb_nr_free_pages(a) == free0 - 1);
+	CHECK(odb_vfree(a, v) == ODB_OK && odb_nr_free_pages(a) == free0 && odb_vmalloc_nr_pages(a) == 0);
+	r = odb_report_count(a);
+	CHECK(odb_kasan_read(a, v, buf, 1) == ODB_OK && !strcmp(last_kind(a, r), "vmalloc-out-of-bounds"));
+	r = odb_report_count(a);
+	CHECK(odb_vfree(a, v) == ODB_OK && !strcmp(last_kind(a, r), "Trying to vfree() nonexistent vm area"));
+	/* vmap: the same memory as the direct map */
+	CHECK(odb_alloc_pages(a, ODB_GFP_KERNEL, 0, &pages[0]) == ODB_OK);
+	CHECK(odb_alloc_pages(a, ODB_GFP_KERNEL, 0, &pages[1]) == ODB_OK);
+	vfree0 = odb_nr_free_pages(a);
+	CHECK(odb_kasan_write(a, pages[1] + 8, "direct", 6) == ODB_OK);
+	CHECK(odb_vmap(a, pages, 2, &w) == ODB_OK && odb_vmalloc_start(a) <= w);
+	CHECK(odb_kasan_read(a, w + 4096 + 8, buf, 6) == ODB_OK && !memcmp(buf, "direct", 6));
+	r = odb_report_count(a);
+	CHECK(odb_kasan_read(a, w + 8192, buf, 1) == ODB_OK && !strcmp(last_kind(a, r), "vmalloc-out-of-bounds"));
+	CHECK(odb_vunmap(a, w) == ODB_OK && odb_nr_free_pages(a) == vfree0);
+	CHECK(odb_free_pages(a, pages[0], 0) == ODB_OK && odb_free_pages(a, pages[1], 0) == ODB_OK);
+	/* kvmalloc past KMALLOC_MAX_SIZE: vmalloc space; kvfree gives it back */
+	CHECK(odb_kvmalloc(a, 5 << 20, ODB_GFP_KERNEL, &w) == ODB_OK && odb_vmalloc_start(a) <= w &&
+	      w < odb_vmalloc_end(a));
+	CHECK(odb_kvfree(a, w) == ODB_OK && odb_nr_free_pages(a) == free0);
+	odb_kernel_destroy(b);
+	odb_kernel_destroy(a);
+}
+
 int main(void)
 {
+	test_layout_and_vmalloc();
 	test_slab_kunit_counting();
 	test_destroy_twice();
 	test_shadow_and_rules();

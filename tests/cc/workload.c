@@ -115,6 +115,41 @@ NOINLINE int cc_memset_oob(void)
 	return 0;
 }
 
+/* vmalloc_oob of the kernel's KASAN tests: vmalloc(PAGE_SIZE / 2 - 8 - 5)
+ * (2035 bytes), then a read of byte 2035 (the partial granule) and of byte
+ * 2040 (the next granule): two vmalloc-out-of-bounds reports */
+NOINLINE int cc_vmalloc_oob(void)
+{
+	size_t size = 4096 / 2 - 8 - 5;
+	char *v = vmalloc(size);
+	int r;
+
+	if (!v)
+		return -1;
+	memset(v, 'v', size);
+	r = ((volatile char *)v)[size];
+	r += ((volatile char *)v)[size + 5];
+	vfree(v);
+	return r;
+}
+
+/* a big kvmalloc (past KMALLOC_MAX_SIZE: vmalloc space), written whole, then
+ * read after kvfree: one vmalloc-out-of-bounds */
+NOINLINE int cc_kvmalloc_uaf(void)
+{
+	size_t size = 5 << 20;
+	int *p = kvmalloc(size, GFP_KERNEL);
+	int r;
+
+	if (!p)
+		return -1;
+	memset(p, 0, size);
+	p[1000] = 42;
+	r = p[1000];
+	kvfree(p);
+	return r + ((volatile int *)p)[1000];
+}
+
 /* the byte at arena address a of kernel k, read through the host pointer */
 NOINLINE int cc_read_at(odb_kernel *k, odb_addr_t a)
 {

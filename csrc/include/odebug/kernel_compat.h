@@ -15,6 +15,9 @@
  *   kmalloc(n, GFP_KERNEL)           odb_kmalloc(k, n, ODB_GFP_KERNEL, &a) + odb_host_ptr
  *   kzalloc / kcalloc / kmalloc_array  with __GFP_ZERO / overflow-checked n * size
  *   kfree(p), ksize(p), krealloc     odb_kfree / odb_ksize / odb_krealloc (odb_virt_addr(k, p))
+ *   vmalloc / vzalloc / __vmalloc    odb_vmalloc / odb_vzalloc / odb_vmalloc_gfp: a pointer into
+ *                                    the kernel's vmalloc window (same pages as the direct map)
+ *   vfree(p), kvmalloc, kvzalloc, kvfree  odb_vfree / odb_kvmalloc / odb_kvfree
  *   kmem_cache_create(name, size, align, flags, ctor)  odb_kmem_cache_create (ctor(void *))
  *   kmem_cache_alloc / zalloc / free / destroy          odb_kmem_cache_*
  *   kmem_cache_alloc_bulk / free_bulk                   odb_kmem_cache_*_bulk
@@ -168,6 +171,31 @@ static inline __attribute__((always_inline)) odb_addr_t odb_cc_addr(odb_kernel *
 	odb_addr_t a_ = 0;                                                     \
 	(k_ && odb_krealloc(k_, odb_cc_addr(k_, (p)), (size), (gfp), &a_) == ODB_OK) ? \
 		odb_cc_ptr(k_, a_) : (void *)0; })
+
+/* ---- vmalloc --------------------------------------------------------------------- */
+#define __vmalloc(size, gfp) ({                                                 \
+	odb_kernel *k_ = odb_cc_current();                                     \
+	odb_addr_t a_ = 0;                                                     \
+	(k_ && odb_vmalloc_gfp(k_, (size), (gfp), &a_) == ODB_OK) ? odb_cc_ptr(k_, a_) : (void *)0; })
+#define vmalloc(size) __vmalloc((size), GFP_KERNEL)
+#define vzalloc(size) __vmalloc((size), GFP_KERNEL | __GFP_ZERO)
+#define vfree(p) do {                                                           \
+	odb_kernel *k_ = odb_cc_current();                                     \
+	const void *p_ = (p);                                                  \
+	if (k_ && p_)                                                          \
+		odb_vfree(k_, odb_cc_addr(k_, p_));                            \
+} while (0)
+#define kvmalloc(size, gfp) ({                                                  \
+	odb_kernel *k_ = odb_cc_current();                                     \
+	odb_addr_t a_ = 0;                                                     \
+	(k_ && odb_kvmalloc(k_, (size), (gfp), &a_) == ODB_OK) ? odb_cc_ptr(k_, a_) : (void *)0; })
+#define kvzalloc(size, gfp) kvmalloc((size), (gfp) | __GFP_ZERO)
+#define kvfree(p) do {                                                          \
+	odb_kernel *k_ = odb_cc_current();                                     \
+	const void *p_ = (p);                                                  \
+	if (k_ && p_)                                                          \
+		odb_kvfree(k_, odb_cc_addr(k_, p_));                           \
+} while (0)
 
 /* ---- slab caches ------------------------------------------------------------------ */
 #define kmem_cache_create(name, size, align, flags, ctor) ({                    \

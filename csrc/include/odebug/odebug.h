@@ -12,8 +12,10 @@
  *    odb_last_bug(k); the operation itself completed as the kernel's would
  *    have up to the point of the report.
  *  - Addresses (odb_addr_t) are simulated kernel virtual addresses inside the
- *    kernel's RAM arena (base ODB_PAGE_OFFSET), not host pointers; they are the
- *    same in every run, so logs are deterministic.  odb_host_ptr() converts.
+ *    kernel's RAM arena (its direct map, from odb_page_offset(k)) or its
+ *    vmalloc space (odb_vmalloc_start(k)), not host pointers; they depend on
+ *    the boot seed only (KASLR), so logs are deterministic.  odb_host_ptr()
+ *    converts.
  *  - A calling thread acts on the vCPU it is bound to (odb_bind_cpu), CPU 0
  *    when unbound.  The first call from a thread gives it a task (pid, comm).
  *  - Thread safety: every function may be called from any thread, except
@@ -54,8 +56,12 @@ enum {
 typedef uint64_t odb_addr_t;
 typedef struct odb_kernel odb_kernel;
 
-/* Base of the simulated direct map: like x86-64's page_offset_base. */
+/* The nokaslr memory layout (x86-64, 4-level paging): the direct map's base
+ * (page_offset_base) and VMALLOC_START.  A kernel booted with seed 0 or
+ * nokaslr has them; any other seed moves each by a multiple of 1 GiB
+ * (odb_page_offset(), odb_vmalloc_start()). */
 #define ODB_PAGE_OFFSET   0xffff888000000000ULL
+#define ODB_VMALLOC_START 0xffffc90000000000ULL
 #define ODB_PAGE_SHIFT    12
 #define ODB_PAGE_SIZE     (1UL << ODB_PAGE_SHIFT)
 #define ODB_MAX_ORDER     10          /* orders 0..ODB_MAX_ORDER (MAX_PAGE_ORDER) */
@@ -86,7 +92,8 @@ struct odb_config {
 	unsigned int nr_cpus;       /* CONFIG_NR_CPUS, >= cpus (default 256) */
 	uint64_t ram;               /* bytes of simulated RAM (default 256 MiB) */
 	enum odb_clock_kind clock;
-	uint64_t seed;              /* PRNG seed (fault injection, workloads) */
+	uint64_t seed;              /* PRNG seed (fault injection, workloads) and the
+				     * memory layout (KASLR; 0: the nokaslr one) */
 	unsigned int hz;            /* HZ; 0 = 1000, or from hz= on the command line */
 	const char *cmdline;        /* kernel-style boot command line, may be NULL */
 };
@@ -311,14 +318,74 @@ ODB_API int odb_alloc_pages(odb_kernel *k, unsigned int gfp, unsigned int order,
 /* __free_pages: ODB_EINVAL if addr is not the head of an allocated block of
  * that order (nothing is freed then). */
 ODB_API int odb_free_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
-/* Host pointer for [addr, addr+len) if it lies inside the arena, else NULL.
- * Unchecked: no KASAN, for deliberate stray writes. */
+/* Host pointer for [addr, addr+len) if it lies inside the arena or inside the
+ * mapped pages of one vmalloc area, else NULL.  Unchecked: no KASAN, for
+ * deliberate stray writes.  (A vmalloc pointer kept past the area's vfree
+ * points at scratch memory from then on.) */
 ODB_API void *odb_host_ptr(odb_kernel *k, odb_addr_t addr, size_t len);
-/* The inverse of odb_host_ptr: the arena address of host pointer p, or 0 if p
- * is not inside the arena. */
+/* The inverse of odb_host_ptr: the kernel address of host pointer p inside
+ * the arena or the vmalloc window (mapped or not), or 0 if p is in neither. */
 ODB_API odb_addr_t odb_virt_addr(odb_kernel *k, const void *p);
 ODB_API odb_addr_t odb_arena_start(odb_kernel *k);
 ODB_API odb_addr_t odb_arena_end(odb_kernel *k);
+
+/* ---- memory layout (KASLR) ---------------------------------------------------
+ * Each kernel's direct map (the arena) starts at odb_page_offset(k) (x86-64's
+ * page_offset_base) and its vmalloc space is [odb_vmalloc_start(k),
+ * odb_vmalloc_end(k)).  Both are 1 GiB aligned and derived from the boot seed
+ * alone: seed 0, or `nokaslr' on the command line, gives ODB_PAGE_OFFSET and
+ * ODB_VMALLOC_START.  No two live kernels of a process overlap (a taken slot
+ * moves the next kernel to the next free one), so an address of one kernel is
+ * never another kernel's memory.  A kernel leaves the layout at close. */
+ODB_API odb_addr_t odb_page_offset(odb_kernel *k);
+ODB_API odb_addr_t odb_vmalloc_start(odb_kernel *k);
+ODB_API odb_addr_t odb_vmalloc_end(odb_kernel *k);
+/* The host memory behind a region: the arena (RAM) or the vmalloc window
+ * (vmalloc_start maps to *base).  Window pages no area maps are scratch
+ * memory of the host, never a hole.  ODB_EINVAL for another region. */
+enum { ODB_REGION_ARENA = 0, ODB_REGION_VMALLOC = 1 };
+ODB_API int odb_host_region(odb_kernel *k, int region, void **base, size_t *len);
+
+/* ---- vmalloc (mm/vmalloc.c, with generic KASAN's CONFIG_KASAN_VMALLOC) --------
+ * Virtually contiguous areas in vmalloc space, their pages from the page
+ * allocator one by one, each area followed by a guard page.  KASAN: the
+ * caller's size is accessible (a partial last granule), the rest of the last
+ * page, the guard page and every unused or freed byte of vmalloc space are
+ * KASAN_VMALLOC_INVALID, so an access there is vmalloc-out-of-bounds.  The
+ * vmalloc address and the page's direct-map address are the same memory.
+ * Allocation failure: ODB_ENOMEM, *out 0 (a "vmalloc error" report unless
+ * ODB_GFP_NOWARN).  odb_vmalloc: GFP_KERNEL; odb_vzalloc: zeroed;
+ * odb_vmalloc_gfp (the kernel's __vmalloc): with gfp (ODB_GFP_ZERO, ODB_GFP_NOWARN, ...). */
+ODB_API int odb_vmalloc(odb_kernel *k, size_t size, odb_addr_t *out);
+ODB_API int odb_vzalloc(odb_kernel *k, size_t size, odb_addr_t *out);
+ODB_API int odb_vmalloc_gfp(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
+/* vfree: the area holding addr (page aligned; the kernel looks the area up
+ * by any address in it) is poisoned, unmapped and its pages freed.  An
+ * address that is no area's is the kernel's WARN ("Trying to vfree()
+ * nonexistent vm area", after "Trying to vfree() bad address" if unaligned)
+ * and frees nothing; either way ODB_OK (ODB_EBUG under panic_on_warn).
+ * vfree(0) does nothing. */
+ODB_API int odb_vfree(odb_kernel *k, odb_addr_t addr);
+/* vmap: count pages (direct-map page addresses, e.g. from odb_alloc_pages)
+ * mapped contiguously in vmalloc space, all accessible; the pages stay the
+ * caller's (odb_vunmap does not free them).  ODB_EINVAL for an address that
+ * is not a page of the arena; ODB_ENOMEM (*out 0) when it cannot be done. */
+ODB_API int odb_vmap(odb_kernel *k, const odb_addr_t *pages, size_t count, odb_addr_t *out);
+/* vunmap: remove the mapping (no page is freed); a bad address: the WARN
+ * "Trying to vunmap() nonexistent vm area", as odb_vfree's. */
+ODB_API int odb_vunmap(odb_kernel *k, odb_addr_t addr);
+/* kvmalloc: kmalloc first (for more than a page without warnings and never
+ * __GFP_NOFAIL), and if that fails and the size is over a page and gfp may
+ * block, vmalloc (2 MiB mappings for 2 MiB or more, as VM_ALLOW_HUGE_VMAP).
+ * kvfree: vfree for a vmalloc address, else kfree. */
+ODB_API int odb_kvmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
+ODB_API int odb_kvfree(odb_kernel *k, odb_addr_t addr);
+/* Pages held by vmalloc'd areas now. */
+ODB_API uint64_t odb_vmalloc_nr_pages(odb_kernel *k);
+/* Bytes of [addr, addr+n) that exist from addr on: up to the end of RAM in
+ * the arena, up to the end of the area's pages in vmalloc space; 0 for any
+ * other address. */
+ODB_API size_t odb_backed(odb_kernel *k, odb_addr_t addr, size_t n);
 
 /* ---- fault injection (lib/fault-inject.c semantics) ----------------------- */
 struct odb_fault_attr_info {
@@ -600,15 +667,19 @@ ODB_API int odb_bench_malloc_pairs(size_t size, uint64_t n, unsigned int batch, 
  * On by default (kasan=off disables it).  A bad access is reported as the
  * kernel does ("BUG: KASAN: <type> ..."), once per boot unless
  * kasan_multi_shot; every detection is counted.  Accesses through
- * odb_kasan_read/write are one access of n bytes each: inside the arena a bad
- * one is reported and then performed (allocator metadata inside slab slots is
- * restored afterwards); outside the arena it is reported and never performed
- * (odb_kasan_read gives zeros; odb_kasan_read_avail, below, copies only the
- * bytes that exist).  memset/memcpy/memmove follow mm/kasan/shadow.c: the
- * range is checked and the operation is skipped when the check fails.  With
- * kasan=off the accesses are unchecked, and outside the arena ODB_EFAULT.
- * Under kasan.fault=panic (or panic_on_warn without multi-shot) the call
- * returns ODB_EBUG after the report. */
+ * odb_kasan_read/write are one access of n bytes each, anywhere in the
+ * arena or in vmalloc space (both have shadow): a bad one inside memory that
+ * exists -- the arena, or the mapped pages of one vmalloc area -- is reported
+ * and then performed (allocator metadata inside slab slots is restored
+ * afterwards); where memory does not exist (past the end of RAM, a guard
+ * page, unused vmalloc space, any other address) it is reported and never
+ * performed (odb_kasan_read gives zeros for those bytes; odb_kasan_read_avail,
+ * below, copies only the bytes that exist).  memset/memcpy/memmove follow
+ * mm/kasan/shadow.c: the range is checked and the operation is skipped when
+ * the check fails.  With kasan=off the accesses are unchecked, and a range
+ * that is not all existing memory is ODB_EFAULT.  Under kasan.fault=panic
+ * (or panic_on_warn without multi-shot) the call returns ODB_EBUG after the
+ * report. */
 ODB_API bool odb_kasan_enabled(odb_kernel *k);
 ODB_API int odb_kasan_check_read(odb_kernel *k, odb_addr_t addr, size_t size);
 ODB_API int odb_kasan_check_write(odb_kernel *k, odb_addr_t addr, size_t size);
@@ -650,18 +721,24 @@ ODB_API int odb_kasan_record_aux_stack(odb_kernel *k, odb_addr_t addr);
 ODB_API int odb_kasan_check_byte(odb_kernel *k, odb_addr_t addr, bool *ok);
 ODB_API int odb_kasan_read(odb_kernel *k, odb_addr_t addr, void *buf, size_t n);
 /* odb_kasan_read() of n bytes (checked and reported as one access of n) that
- * copies only the bytes that exist: buf holds max(0, min(n, arena end - addr))
- * bytes, *got says how many were copied (0 when addr is outside the arena).
- * A read far past the end of RAM costs no host memory for bytes that are not
- * there.  With kasan=off a range leaving the arena is ODB_EFAULT, as above. */
+ * copies only the bytes that exist from addr on: buf holds odb_backed(k,
+ * addr, n) bytes (for an arena address max(0, min(n, arena end - addr))),
+ * *got says how many were copied (0 when nothing exists at addr).  A read far
+ * past the end of RAM costs no host memory for bytes that are not there.
+ * With kasan=off a range that is not all existing memory is ODB_EFAULT, as
+ * above.  odb_kasan_read_some: the same, copying at most cap bytes (for a
+ * buffer sized before the call while vmalloc areas may come and go). */
 ODB_API int odb_kasan_read_avail(odb_kernel *k, odb_addr_t addr, size_t n, void *buf,
 				 size_t *got);
+ODB_API int odb_kasan_read_some(odb_kernel *k, odb_addr_t addr, size_t n, void *buf, size_t cap,
+				size_t *got);
 ODB_API int odb_kasan_write(odb_kernel *k, odb_addr_t addr, const void *buf, size_t n);
 ODB_API int odb_kasan_memset(odb_kernel *k, odb_addr_t addr, int c, size_t n);
 ODB_API int odb_kasan_memcpy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n);
 ODB_API int odb_kasan_memmove(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n);
-/* The shadow bytes of the granules covering [addr, addr+n): out needs
- * n/8 + 2 bytes; *count gets how many were written.  ODB_ESTATE if KASAN is off. */
+/* The shadow bytes of the granules covering [addr, addr+n) (in the arena or
+ * in vmalloc space): out needs n/8 + 2 bytes; *count gets how many were
+ * written.  ODB_EFAULT for a range outside both; ODB_ESTATE if KASAN is off. */
 ODB_API int odb_kasan_shadow(odb_kernel *k, odb_addr_t addr, size_t n, uint8_t *out, size_t *count);
 struct odb_kasan_counters {
 	bool enabled, multi_shot, fault_panic;
