@@ -265,6 +265,9 @@ struct odb_task {
 	 * return address while its check runs (a report's stack and "in <function>"
 	 * start there), 0 otherwise */
 	unsigned long cc_ip;
+	/* kasan_disable_current() nesting (current->kasan_depth): while > 0 the
+	 * task's bad accesses are not reported (bad frees still are) */
+	unsigned int kasan_depth;
 	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
 	struct odb_task_slot own_slot;
 };

@@ -676,6 +676,51 @@ ODB_API int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out);
  * never re-armed, as in the kernel).  *old (may be NULL): the previous value. */
 ODB_API int odb_kasan_set_multi_shot(odb_kernel *k, bool on, bool *old);
 
+/* The shadow primitives (mm/kasan/shadow.c, generic mode).  Shadow values:
+ * 0 all 8 bytes accessible, 1..7 that many, the KASAN_* poison values
+ * otherwise (0xFF page free, 0xFE page redzone, 0xFC slab redzone, 0xFB slab
+ * free, 0xFA slab free with meta, 0xF9 global redzone, ...).  With kasan=off
+ * they do nothing (after the argument checks).
+ * kasan_poison: addr granule-aligned, size a multiple of 8 (ODB_EINVAL:
+ * the kernel WARNs and does nothing); every granule gets value.
+ * kasan_unpoison: addr granule-aligned; size any: the granules covering it
+ * become accessible, a last partial granule says how many of its bytes are.
+ * Ranges outside the arena: ODB_EFAULT; size 0: nothing. */
+ODB_API int odb_kasan_poison(odb_kernel *k, odb_addr_t addr, size_t size, uint8_t value);
+ODB_API int odb_kasan_unpoison(odb_kernel *k, odb_addr_t addr, size_t size);
+/* kasan_poison_pages (KASAN_PAGE_FREE) / kasan_unpoison_pages of the
+ * 2^order pages at addr (page-aligned, ODB_EINVAL; order <= ODB_MAX_ORDER). */
+ODB_API int odb_kasan_poison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
+ODB_API int odb_kasan_unpoison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
+/* kasan_mempool_poison_object: poison a slab object or a large kmalloc as
+ * its free would, without freeing it (mempool keeps it).  *reuse: true if
+ * the object may be kept; false after a KASAN report, not poisoned: an
+ * invalid-free (not an object start / not a block's start) or a double-free
+ * (already freed or poisoned).  With kasan=off *reuse is true.  ODB_EFAULT
+ * outside the arena. */
+ODB_API int odb_kasan_mempool_poison_object(odb_kernel *k, odb_addr_t addr, bool *reuse);
+/* kasan_mempool_unpoison_object: accessible again as an allocation of size
+ * bytes (kmalloc redzone after it for a kmalloc cache; page redzone for a
+ * large kmalloc), with a new alloc track.  addr must be an object start (or
+ * an allocated page block's start) and size fit it, else ODB_EINVAL (the
+ * kernel trusts its caller). */
+ODB_API int odb_kasan_mempool_unpoison_object(odb_kernel *k, odb_addr_t addr, size_t size);
+/* kasan_mempool_poison_pages / _unpoison_pages: the same for 2^order pages
+ * (a double or invalid free is reported, *reuse false). */
+ODB_API int odb_kasan_mempool_poison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order,
+					   bool *reuse);
+ODB_API int odb_kasan_mempool_unpoison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
+/* kasan_disable_current / kasan_enable_current: the calling thread's depth
+ * in k (current->kasan_depth).  While it is > 0 the thread's bad accesses are
+ * not reported nor counted, and they are performed, as in the kernel
+ * (odb_kasan_memset/memcpy/memmove too, keeping the allocators' metadata
+ * inside slab slots, as odb_kasan_write does); invalid and double frees are
+ * still reported (mm/kasan/report.c exempts them).  enable without a
+ * matching disable: ODB_ESTATE.  odb_kasan_current_depth reads the depth. */
+ODB_API int odb_kasan_disable_current(odb_kernel *k);
+ODB_API int odb_kasan_enable_current(odb_kernel *k);
+ODB_API int odb_kasan_current_depth(odb_kernel *k, unsigned int *depth);
+
 /* The quarantine's sizing for a machine, without a kernel: totalram / 32 minus
  * 1 MiB per online CPU (clamped at 0), batches = max(1024, 4 * CONFIG_NR_CPUS),
  * batch = max(1 MiB, 2 * total / batches); slots_used = max_size / batch_size.
