@@ -212,6 +212,10 @@ static PyObject *addr_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *, 
 
 static PyObject *py_kfree(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree); }
 static PyObject *py_kfree_rcu(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree_rcu); }
+static PyObject *py_kfree_sensitive(PyObject *m, PyObject *args)
+{
+	return addr_call(m, args, odb_kfree_sensitive);
+}
 
 static PyObject *py_rcu_barrier(PyObject *m, PyObject *kobj)
 {
@@ -839,6 +843,8 @@ static PyMethodDef slab_functions[] = {
 	{ "cache_names", py_cache_names, METH_O, "cache_names($module, kernel, /)\n--\n\nNames of the kernel's caches." },
 	{ "kmalloc", py_kmalloc, METH_VARARGS, "kmalloc($module, kernel, size, gfp, /)\n--\n\nkmalloc(size, gfp) -> address or None." },
 	{ "kfree", py_kfree, METH_VARARGS, "kfree($module, kernel, addr, /)\n--\n\nkfree(addr)." },
+	{ "kfree_sensitive", py_kfree_sensitive, METH_VARARGS,
+	  "kfree_sensitive($module, kernel, addr, /)\n--\n\nkfree_sensitive(addr): ksize(), zero, kfree." },
 	{ "ksize", py_ksize, METH_VARARGS, "ksize($module, kernel, addr, /)\n--\n\nksize(addr) -> usable size." },
 	{ "kfree_rcu", py_kfree_rcu, METH_VARARGS, "kfree_rcu($module, kernel, addr, /)\n--\n\nkfree_rcu(addr): freed after a grace period." },
 	{ "rcu_barrier", py_rcu_barrier, METH_O, "rcu_barrier($module, kernel, /)\n--\n\nrcu_barrier: wait for the pending kfree_rcu frees." },

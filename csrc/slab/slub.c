@@ -1631,7 +1631,9 @@ static size_t slab_ksize(const struct kmem_cache *s)
 
 size_t ksize(struct odb_kernel *k, const void *x)
 {
+	struct kmem_cache *s;
 	struct page *pg;
+	struct slab *sl;
 
 	if (!x || (const char *)x < k->ram || (const char *)x >= k->ram + k->ram_bytes)
 		return 0;
@@ -1639,9 +1641,44 @@ size_t ksize(struct odb_kernel *k, const void *x)
 	if (!kasan_check_byte(k, x, (unsigned long)__builtin_return_address(0)))
 		return 0;
 	pg = virt_to_head_page(k, host_to_virt(k, x));
-	if (!(pg->flags & PG_slab))
-		return (pg->flags & PG_reserved) ? PAGE_SIZE << pg->order : 0;
-	return slab_ksize(page_slab(pg)->slab_cache);
+	if (!(pg->flags & PG_slab)) {
+		/* __ksize: a large kmalloc's block, from its start only (the kernel
+		 * WARNs for anything else; odebug returns 0 without the WARN) */
+		if (!(pg->flags & PG_reserved) || virt_to_host(k, page_address(k, pg)) != x)
+			return 0;
+		return PAGE_SIZE << pg->order;
+	}
+	sl = page_slab(pg);
+	s = sl->slab_cache;
+	/* skip_orig_size_check(): whoever asked may use all ksize() bytes, so
+	 * the kmalloc redzone check (slub_debug=ZU) no longer covers the slack.
+	 * Only for an object start (the kernel would write at any pointer). */
+	if (check_valid_pointer(s, sl, (void *)x))
+		set_orig_size(s, (void *)x, s->object_size);
+	return slab_ksize(s);
+}
+
+/* kfree_sensitive (mm/slab_common.c): ksize() (whose kasan_check_byte
+ * reports a freed object and gives 0), the usable bytes unpoisoned and zeroed
+ * (memzero_explicit), then kfree. */
+void kfree_sensitive(struct odb_kernel *k, const void *p)
+{
+	struct slab *sl;
+	size_t ks;
+
+	ks = ksize(k, p);
+	/* odebug deviation: a pointer inside a slab object is not zeroed (the
+	 * kernel would zero ksize() bytes from it, past the object, into the
+	 * next slot's metadata); kfree() then reports it (invalid-free) */
+	sl = p ? virt_to_slab(k, p) : NULL;
+	if (sl && !check_valid_pointer(sl->slab_cache, sl, (void *)p))
+		ks = 0;
+	if (ks) {
+		if (kasan_enabled(k))
+			kasan_unpoison(k, host_to_virt(k, p), ks);   /* kasan_unpoison_range */
+		memset((void *)p, 0, ks);
+	}
+	kfree(k, p);
 }
 
 /* p is the first byte of a large kmalloc (pages of its own). */

@@ -488,7 +488,18 @@ ODB_API int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, cons
 /* kmalloc(0) gives ODB_ZERO_SIZE_PTR; > 8192 bytes comes from the page allocator. */
 ODB_API int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
 ODB_API int odb_kfree(odb_kernel *k, odb_addr_t x);
+/* ksize: the usable size (0 for NULL/ZERO_SIZE_PTR, for a bad pointer after
+ * KASAN's kasan_check_byte() report, and for anything but the start of a
+ * large kmalloc outside the slab).  As the kernel's __ksize, it lifts the
+ * slub_debug=ZU kmalloc redzone check off the object's slack
+ * (skip_orig_size_check): the caller may use all of it. */
 ODB_API int odb_ksize(odb_kernel *k, odb_addr_t x, size_t *out);
+/* kfree_sensitive (mm/slab_common.c): ksize() -- a freed object is reported
+ * there (slab-use-after-free, Read of size 1) and gives 0 --, the usable bytes
+ * unpoisoned and zeroed, then kfree() (which reports the double free).  A
+ * pointer inside a slab object is not zeroed (odebug: the kernel would zero
+ * ksize() bytes from it, past the object); kfree reports it. */
+ODB_API int odb_kfree_sensitive(odb_kernel *k, odb_addr_t x);
 /* kfree_rcu: freed after a grace period (one jiffy of the kernel's clock).
  * As kvfree_call_rcu, records the caller's stack in the object's KASAN alloc
  * meta: a later report on it prints "Last potentially related work creation". */
