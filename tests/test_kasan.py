@@ -410,6 +410,15 @@ def test_kasan_off():
         assert not k.kasan.enabled
 
 
+def test_huge_sizes_are_invalid_arguments_not_overflow_errors(k):
+    p = k.kmalloc(8)
+    for call in (lambda: k.read(p, 1 << 63), lambda: k.memset(p, 0, 1 << 63),
+                 lambda: k.kasan.shadow(p, 1 << 63), lambda: k.read(p, 1 << 64)):
+        with pytest.raises(odebug.InvalidArgument, match="size"):
+            call()
+    assert not k.reports
+
+
 def test_bad_params():
     for cmd in ("kasan=maybe", "kasan.fault=explode", "odebug.quarantine=half"):
         with pytest.raises(ValueError):

@@ -29,21 +29,14 @@ static int conv_addr(PyObject *o, void *out)
 	return 1;
 }
 
+/* a size: 0..PY_SSIZE_T_MAX, else odebug.InvalidArgument (negative or >= 2**63:
+ * never a bare OverflowError) */
 static int conv_size(PyObject *o, void *out)
 {
 	Py_ssize_t v;
 
-	if (!PyLong_Check(o)) {
-		PyErr_Format(PyExc_TypeError, "size: expected int, not %.100s", Py_TYPE(o)->tp_name);
+	if (!odb_conv_size(o, &v))
 		return 0;
-	}
-	v = PyLong_AsSsize_t(o);
-	if (v == -1 && PyErr_Occurred())
-		return 0;
-	if (v < 0) {
-		PyErr_Format(PyExc_ValueError, "size: negative size %zd", v);
-		return 0;
-	}
 	*(size_t *)out = (size_t)v;
 	return 1;
 }
