@@ -48,6 +48,10 @@ ODEBUG_STATE_ACTIVE: int
 ODEBUG_STATE_DESTROYED: int
 ODEBUG_STATE_NOTAVAILABLE: int
 
+MEMPOOL_KMALLOC: int
+MEMPOOL_SLAB: int
+MEMPOOL_PAGE: int
+
 SCHED_DONE: int
 SCHED_DEADLOCK: int
 SCHED_STALL: int
@@ -188,6 +192,19 @@ class Cache:
     def name(self) -> str: ...
 
 @final
+class Mempool:
+    """A memory pool (from mempool_create)."""
+
+    def alloc(self, gfp: int = ..., /) -> int | None: ...
+    def alloc_preallocated(self, /) -> int | None: ...
+    def free(self, addr: int, /) -> None: ...
+    def resize(self, new_min_nr: int, /) -> None: ...
+    def destroy(self, /) -> None: ...
+    # kind ("kmalloc" / "slab" / "page"), min_nr, curr_nr, size, order, cache, destroyed
+    def info(self, /) -> dict[str, Any]: ...
+    def elements(self, /) -> list[int]: ...
+
+@final
 class ObjectDescr:
     """A debug-objects type (struct debug_obj_descr)."""
 
@@ -316,6 +333,11 @@ def quarantine_storm(
     kernel: Kernel, ops: int, threads: int, live: int, min_size: int, max_size: int, seed: int,
     mutex_every: int = 0, /,
 ) -> dict[str, int]: ...
+
+# ---- mempool.c -----------------------------------------------------------------------------
+# arg: the kmalloc size, the Cache of a slab pool, or the page order; None when the
+# preallocation fails
+def mempool_create(kernel: Kernel, kind: int, min_nr: int, arg: int | Cache, /) -> Mempool | None: ...
 
 # ---- sched.c -------------------------------------------------------------------------------
 def sched_random(seed: int = 0, /) -> SchedStrategy: ...

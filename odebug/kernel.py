@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 from .slab import SlabMixin
 from .kasan import KasanMixin
 from .sched import SchedMixin
+from .mempool import MempoolMixin
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
@@ -107,7 +108,7 @@ class ExpectedReports:
         return self.reports[0]
 
 
-class Kernel(SlabMixin, KasanMixin, SchedMixin, _core.Kernel):
+class Kernel(SlabMixin, KasanMixin, MempoolMixin, SchedMixin, _core.Kernel):
     """A simulated kernel: vCPUs, clock, RAM, log and reports, and (in later rooms)
     the slab allocator, KASAN and debug objects.
 

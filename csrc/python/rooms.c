@@ -5,11 +5,13 @@ int odb_py_slab_init(PyObject *module, core_state *st);           /* python/slab
 int odb_py_debugobjects_init(PyObject *module, core_state *st);   /* python/debugobjects.c */
 int odb_py_kasan_init(PyObject *module, core_state *st);          /* python/kasan.c */
 int odb_py_sched_init(PyObject *module, core_state *st);          /* python/sched.c */
+int odb_py_mempool_init(PyObject *module, core_state *st);        /* python/mempool.c */
 
 const odb_py_room_init odb_py_rooms[] = {
 	odb_py_slab_init,
 	odb_py_debugobjects_init,
 	odb_py_kasan_init,
 	odb_py_sched_init,
+	odb_py_mempool_init,
 	NULL,
 };

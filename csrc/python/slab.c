@@ -600,6 +600,28 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* ---- a Cache for another binding (a mempool's slab pool) ----------------------------- */
+odb_cache *odb_py_cache_get(core_state *st, PyObject *obj)
+{
+	CacheObject *c = (CacheObject *)obj;
+
+	if (!PyObject_TypeCheck(obj, (PyTypeObject *)st->CacheType)) {
+		PyErr_Format(PyExc_TypeError, "cache: expected an odebug Cache, not %.100s",
+			     Py_TYPE(obj)->tp_name);
+		return NULL;
+	}
+	if (!c->s || c->dead) {
+		PyErr_Format(st->StateError, "cache %U was destroyed", c->name);
+		return NULL;
+	}
+	return c->s;
+}
+
+void odb_py_cache_busy(PyObject *obj, int delta)
+{
+	((CacheObject *)obj)->busy += delta;
+}
+
 static PyObject *Cache_info(CacheObject *c, PyObject *unused)
 {
 	struct odb_cache_info i;

@@ -2131,7 +2131,7 @@ int odb_slab_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	struct odb_slab_state *ss = slab_state(k);
 	char name[32];
 
-	if (odb_rcu_init(k)) {
+	if (odb_rcu_init(k) || odb_mempool_init(k)) {
 		snprintf(errbuf, errlen, "kmem_cache_init: out of memory");
 		return ODB_ENOMEM;
 	}
@@ -2173,6 +2173,7 @@ void odb_slab_exit(struct odb_kernel *k)
 	if (!ss)
 		return;
 	odb_rcu_exit(k);
+	odb_mempool_exit(k);
 	list_for_each_safe(pos, n, &ss->dead) {     /* tombstones: no slab, no cpu_slab */
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 		list_del(&s->list);
