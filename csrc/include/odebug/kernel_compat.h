@@ -416,8 +416,9 @@ static inline __attribute__((always_inline, unused)) void mempool_destroy(mempoo
 }
 
 /* ---- KASAN's own API (include/linux/kasan.h, mm/kasan/kasan.h) ------------------------ */
-#ifndef KASAN_GRANULE_SIZE
-#define KASAN_GRANULE_SIZE    8
+/* mm/kasan/kasan.h's shadow values, for kasan_poison() (its KASAN_GRANULE_SIZE
+ * is left to the user's code, as kasan_test_c.c defines what it needs) */
+#ifndef KASAN_PAGE_FREE
 #define KASAN_PAGE_FREE       0xFF
 #define KASAN_PAGE_REDZONE    0xFE
 #define KASAN_SLAB_REDZONE    0xFC
