@@ -3,8 +3,7 @@ the quarantine (``k.kasan.quarantine.stats()`` / ``.reduce()``) and the
 quarantine geometry of a machine (``odebug.quarantine_geometry``)."""
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from . import _core
 from ._kbase import KernelBase
@@ -18,7 +17,6 @@ KASAN_PAGE_REDZONE = 0xFE
 KASAN_SLAB_REDZONE = 0xFC
 KASAN_SLAB_FREE = 0xFB
 KASAN_SLAB_FREE_META = 0xFA
-KASAN_GLOBAL_REDZONE = 0xF9
 KASAN_GRANULE_SIZE = 8
 QUARANTINE_PERCPU_SIZE = 1 << 20
 QUARANTINE_FRACTION = 32
@@ -253,16 +251,10 @@ class Kasan:
         """The calling thread's kasan_disable_current() nesting (0: reporting)."""
         return _core.kasan_current_depth(self._k)
 
-    @contextlib.contextmanager
-    def disabled(self) -> Iterator[None]:
+    def disabled(self) -> "KasanDisabled":
         """``with k.kasan.disabled():`` -- kasan_disable_current() for the block
         (kasan_enable_current() at its end)."""
-        self.disable_current()
-        try:
-            yield
-        finally:
-            if not self._k.closed:
-                self.enable_current()
+        return KasanDisabled(self)
 
 
 class KasanMixin(KernelBase):
@@ -309,3 +301,20 @@ class KasanMixin(KernelBase):
         _check_addr(src, "src")
         with self._cpu(cpu):
             _core.kasan_memmove(self, dst, src, n)
+
+
+class KasanDisabled:
+    """The context manager of :meth:`Kasan.disabled`: kasan_disable_current() on
+    entry, kasan_enable_current() on exit (not after the kernel was closed)."""
+
+    __slots__ = ("_kasan",)
+
+    def __init__(self, kasan: Kasan) -> None:
+        self._kasan = kasan
+
+    def __enter__(self) -> None:
+        self._kasan.disable_current()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._kasan._k.closed:
+            self._kasan.enable_current()
