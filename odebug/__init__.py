@@ -73,13 +73,14 @@ from .kernel import Kernel, parse_size
 from .report import Report, ReportKind, Reports, SuppressedReportsWarning, Track
 from .debugobjects import DebugObjects, ObjectDescr, State as ObjectState
 from .kasan import Kasan, Quarantine, quarantine_geometry
+from .mempool import Mempool
 from . import sched
 from .sched import explore
 
 __all__ = [
     "Kernel", "Report", "ReportKind", "Reports", "SuppressedReportsWarning", "Track",
     "Error", "InvalidArgument", "ClosedError", "StateError",
-    "NotFound", "KernelBug", "ObjectDescr", "Kasan", "Quarantine", "quarantine_geometry", "DebugObjects", "ObjectState", "get_include", "get_library", "parse_size", "build_info", "sched", "explore",
+    "NotFound", "KernelBug", "ObjectDescr", "Kasan", "Quarantine", "Mempool", "quarantine_geometry", "DebugObjects", "ObjectState", "get_include", "get_library", "parse_size", "build_info", "sched", "explore",
 ]
 __version__ = "0.1.0"
 

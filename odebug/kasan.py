@@ -174,6 +174,88 @@ class Kasan:
     def quarantine(self) -> Quarantine:
         return Quarantine(self._k)
 
+    # -- the shadow primitives (mm/kasan/shadow.c, include/linux/kasan.h) --------------------
+    def poison(self, addr: int, size: int, value: int = KASAN_SLAB_REDZONE) -> None:
+        """kasan_poison(addr, size, value): every 8-byte granule of [addr, addr+size)
+        gets shadow ``value`` (0..255: a KASAN_* constant; 0 makes it accessible,
+        1..7 that many leading bytes).  ``addr`` must be granule-aligned and ``size`` a
+        multiple of 8 (:class:`odebug.InvalidArgument`, where the kernel WARNs); a
+        range outside the kernel's memory is InvalidArgument too.  Nothing with
+        ``kasan=off``."""
+        _check_addr(addr)
+        _check_n(size)
+        _core.kasan_poison(self._k, addr, size, value)
+
+    def unpoison(self, addr: int, size: int) -> None:
+        """kasan_unpoison(addr, size): the granules covering [addr, addr+size)
+        accessible; a size that is not a multiple of 8 leaves the last granule
+        partial (its shadow says how many of its bytes are).  ``addr`` granule-aligned."""
+        _check_addr(addr)
+        _check_n(size)
+        _core.kasan_unpoison(self._k, addr, size)
+
+    def poison_pages(self, addr: int, order: int = 0) -> None:
+        """kasan_poison_pages(): the 2**order pages at ``addr`` (page-aligned)
+        become KASAN_PAGE_FREE."""
+        _check_addr(addr)
+        _core.kasan_poison_pages(self._k, addr, order)
+
+    def unpoison_pages(self, addr: int, order: int = 0) -> None:
+        """kasan_unpoison_pages(): the 2**order pages at ``addr`` accessible."""
+        _check_addr(addr)
+        _core.kasan_unpoison_pages(self._k, addr, order)
+
+    def mempool_poison_object(self, addr: int) -> bool:
+        """kasan_mempool_poison_object(): poison a slab object or a large kmalloc as
+        its free would (with a free track), without freeing it -- what mempool does
+        to an element it keeps.  True if the object may be reused; False after an
+        ``invalid-free`` (not an object start) or ``double-free`` (already freed or
+        poisoned) report, nothing poisoned."""
+        _check_addr(addr)
+        return _core.kasan_mempool_poison_object(self._k, addr)
+
+    def mempool_unpoison_object(self, addr: int, size: int) -> None:
+        """kasan_mempool_unpoison_object(): accessible again as an allocation of
+        ``size`` bytes (kmalloc redzone past it, new alloc track).  ``addr`` must be
+        an object start (or a large kmalloc's), ``size`` fit it (InvalidArgument)."""
+        _check_addr(addr)
+        _check_n(size)
+        _core.kasan_mempool_unpoison_object(self._k, addr, size)
+
+    def mempool_poison_pages(self, addr: int, order: int = 0) -> bool:
+        """kasan_mempool_poison_pages(): as mempool_poison_object for 2**order pages
+        (KASAN_PAGE_FREE); False after a double-free / invalid-free report."""
+        _check_addr(addr)
+        return _core.kasan_mempool_poison_pages(self._k, addr, order)
+
+    def mempool_unpoison_pages(self, addr: int, order: int = 0) -> None:
+        """kasan_mempool_unpoison_pages()."""
+        _check_addr(addr)
+        _core.kasan_mempool_unpoison_pages(self._k, addr, order)
+
+    # -- kasan_disable_current / kasan_enable_current ---------------------------------------
+    def disable_current(self) -> int:
+        """kasan_disable_current(): the calling thread's bad accesses are not reported
+        (nor counted) until the matching enable_current(), and they are performed, as
+        in the kernel; invalid and double frees are still reported.  Nests; returns
+        the new depth."""
+        return _core.kasan_disable_current(self._k)
+
+    def enable_current(self) -> int:
+        """kasan_enable_current(): undo one disable_current(); StateError without one.
+        Returns the new depth."""
+        return _core.kasan_enable_current(self._k)
+
+    @property
+    def current_depth(self) -> int:
+        """The calling thread's kasan_disable_current() nesting (0: reporting)."""
+        return _core.kasan_current_depth(self._k)
+
+    def disabled(self) -> "KasanDisabled":
+        """``with k.kasan.disabled():`` -- kasan_disable_current() for the block
+        (kasan_enable_current() at its end)."""
+        return KasanDisabled(self)
+
 
 class KasanMixin(KernelBase):
     """Kernel methods of KASAN (mixed into ``odebug.Kernel``)."""
@@ -219,3 +301,20 @@ class KasanMixin(KernelBase):
         _check_addr(src, "src")
         with self._cpu(cpu):
             _core.kasan_memmove(self, dst, src, n)
+
+
+class KasanDisabled:
+    """The context manager of :meth:`Kasan.disabled`: kasan_disable_current() on
+    entry, kasan_enable_current() on exit (not after the kernel was closed)."""
+
+    __slots__ = ("_kasan",)
+
+    def __init__(self, kasan: Kasan) -> None:
+        self._kasan = kasan
+
+    def __enter__(self) -> None:
+        self._kasan.disable_current()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._kasan._k.closed:
+            self._kasan.enable_current()

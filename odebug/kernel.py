@@ -21,6 +21,7 @@ from .slab import SlabMixin
 from .kasan import KasanMixin
 from .sched import SchedMixin
 from .vmalloc import VmallocMixin
+from .mempool import MempoolMixin
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
@@ -108,7 +109,7 @@ class ExpectedReports:
         return self.reports[0]
 
 
-class Kernel(SlabMixin, KasanMixin, SchedMixin, VmallocMixin, _core.Kernel):
+class Kernel(SlabMixin, KasanMixin, MempoolMixin, SchedMixin, VmallocMixin, _core.Kernel):
     """A simulated kernel: vCPUs, clock, RAM, log and reports, and (in later rooms)
     the slab allocator, KASAN and debug objects.
 

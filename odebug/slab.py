@@ -353,6 +353,16 @@ class SlabMixin(KernelBase):
         """rcu_barrier(): run every pending kfree_rcu() free now."""
         _core.rcu_barrier(self)
 
+    def kfree_sensitive(self, addr: Optional[int], *, cpu: Optional[int] = None) -> None:
+        """kfree_sensitive(): ``ksize()`` (a freed object is reported there:
+        slab-use-after-free, Read of size 1, and gives 0), the usable bytes zeroed,
+        then ``kfree()`` (which reports a double free).  None and 0 do nothing."""
+        if addr is None:
+            return
+        _check_addr(addr)
+        with self._cpu(cpu):
+            _core.kfree_sensitive(self, addr)
+
     def ksize(self, addr: int) -> int:
         """ksize(): the usable size of a kmalloc'd object."""
         _check_addr(addr)

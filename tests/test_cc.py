@@ -156,6 +156,20 @@ def test_host_memory_and_in_bounds_accesses_pass_silently(lib, k):
     assert len(k.reports) == 0 and "KASAN" not in k.dmesg()
 
 
+def test_mempool_through_kernel_compat(lib, k):
+    k.kfree(k.kmalloc(48))                    # kmalloc-64's first slab, before counting pages
+    before = k.nr_free_pages
+    r = _one(k, lib.cc_mempool_uaf)           # one report: none from the disabled section
+    assert r.kind == "slab-use-after-free" and r.size == 1 and not r.is_write
+    assert r.cache == "kmalloc-64" and r.offset == 1
+    assert re.fullmatch(r"BUG: KASAN: slab-use-after-free in cc_mempool_uaf\+0x[0-9a-f]+/0x[0-9a-f]+",
+                        r.text.splitlines()[1])
+    freed = r.text.split("Freed by task")[1].split("\n\n")[0]
+    assert "\n mempool_free+" in freed and "\n cc_mempool_uaf+" in freed
+    assert "\n cc_mempool_uaf+" in r.text.split("Allocated by task")[1].split("\n\n")[0]
+    assert k.nr_free_pages == before          # the page pool gave its page back
+
+
 @pytest.mark.parametrize("fn, size", [("cc_memcpy_oob", 20), ("cc_memset_oob", 16)])
 def test_mem_intrinsics_across_an_object_boundary(lib, k, fn, size):
     r = _one(k, getattr(lib, fn))

@@ -97,6 +97,7 @@ EXPECTED = {
     "kmalloc_uaf": [R(SUAF, 1)],
     "kmalloc_uaf_memset": [W(SUAF, 33)],
     "kmalloc_uaf2": [R(SUAF, 1)],
+    "kmalloc_double_kzfree": [R(SUAF, 1), DOUBLE_FREE],   # ksize()'s kasan_check_byte, then kfree
     "ksize_unpoisons_memory": [R(SOOB, 1)] * 3,
     "ksize_uaf": [R(SUAF, 1)] * 3,
     "rcu_uaf": [R(SUAF, 4)],                          # the callback reads an int
@@ -111,6 +112,19 @@ EXPECTED = {
     "kmem_cache_double_destroy": [R(SUAF, 1)],        # kasan_check_byte on the descriptor
     "kmem_cache_accounted": [],
     "kmem_cache_bulk": [],
+    # the mempool cases: frees go into the reserve, where KASAN poisons them
+    "mempool_kmalloc_oob_right": [R(SOOB, 1)],
+    "mempool_kmalloc_large_oob_right": [R(SOOB, 1)],  # KASAN_PAGE_REDZONE
+    "mempool_slab_oob_right": [R(SOOB, 1)],
+    "mempool_kmalloc_uaf": [R(SUAF, 1)],
+    "mempool_kmalloc_large_uaf": [R(UAF, 1)],         # the pages: KASAN_PAGE_FREE
+    "mempool_slab_uaf": [R(SUAF, 1)],
+    "mempool_page_alloc_uaf": [R(UAF, 1)],
+    "mempool_kmalloc_double_free": [DOUBLE_FREE],
+    "mempool_kmalloc_large_double_free": [DOUBLE_FREE],
+    "mempool_page_alloc_double_free": [DOUBLE_FREE],
+    "mempool_kmalloc_invalid_free": [INVALID_FREE],
+    "mempool_kmalloc_large_invalid_free": [INVALID_FREE],
     "kasan_global_oob_right": [R("global-out-of-bounds", 1)],
     "kasan_global_oob_left": [R("global-out-of-bounds", 1)],     # clang only
     "kasan_stack_oob": [R("stack-out-of-bounds", 1)],
@@ -201,7 +215,7 @@ def test_kasan_case(suite, case):
 def test_the_suite_lists_every_case_with_an_expectation(suite):
     assert suite.names() == CASES
     assert sorted(EXPECTED) == sorted(CASES)
-    assert len(CASES) == 52
+    assert len(CASES) == 65          # 52 + kmalloc_double_kzfree and the 12 mempool cases
 
 
 @pytest.mark.parametrize("case,cmdline", [("kmem_cache_rcu_uaf", "odebug.slub_rcu_debug=off"),

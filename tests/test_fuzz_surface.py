@@ -114,11 +114,11 @@ def _gen_op(r, hostile, depth=0):
            "free_bulk", "validate", "flush", "cache_stats", "write", "read", "memset",
            "memcpy", "dobj", "dobj", "dobj", "kasan", "quarantine", "advance",
            "kfree_rcu", "rcu_barrier", "alloc_pages", "free_pages", "slab_object", "info",
-           "vmalloc", "vfree", "vmap"]
+           "vmalloc", "vfree", "vmap", "mempool", "mempool"]
     if hostile:
         ops += ["raw_write", "raw_write", "raw_write", "raw_meta", "raw_keep",
                 "raw_kept_write", "destroy", "destroy_internal", "cpu_hotplug",
-                "close", "fault", "bad_args"]
+                "close", "fault", "bad_args", "kpoison", "kpoison"]
         if depth == 0:
             ops += ["threads"]
     else:
@@ -167,6 +167,19 @@ def _gen_op(r, hostile, depth=0):
     if name == "kasan":
         return [name, r.choice(["check", "check_w", "shadow", "check_byte", "counters"]),
                 _addr(r, hostile), r.choice([1, 8, 16, 100] + ([0, -1, 1 << 40] if hostile else []))]
+    if name == "mempool":
+        # never a blocking alloc: with RAM used up it would wait, as the kernel's does
+        action = r.choice(["create", "create", "alloc", "alloc", "prealloc", "free", "free",
+                           "destroy", "resize", "info"])
+        kind = r.choice(["kmalloc", "slab", "page"])
+        arg = {"kmalloc": _size(r, hostile) if hostile else r.choice([16, 115, 128, 8193]),
+               "slab": r.int(0, 7), "page": r.choice([0, 1, 2] + ([11, -1] if hostile else []))}[kind]
+        min_nr = r.choice([0, 1, 2, 4] + ([-1, 1 << 21, 1 << 40] if hostile else []))
+        return [name, action, r.int(0, 7), kind, arg, min_nr, _addr(r, hostile), cpu]
+    if name == "kpoison":
+        return [name, r.choice(["poison", "unpoison", "poison_pages", "unpoison_pages",
+                                "mp_poison", "mp_unpoison", "mp_poison_pages", "disable"]),
+                _addr(r, hostile), r.int(-8, 64), _size(r, hostile), r.int(0, 300)]
     if name == "quarantine":
         return [name, r.choice(["drain", "reduce", "stats", "count"] +
                                (["offline", "storm"] if hostile else [])), r.int(0, 3)]
@@ -278,7 +291,7 @@ def _child_run(ex):
 
     k = odebug.Kernel(ex["cmdline"], cpus=ex["cpus"], ram="16M")
     st = {"live": [], "freed": [], "pages": [], "caches": [], "kept": [], "descrs": {},
-          "ctor_caches": set(), "vm": []}
+          "ctor_caches": set(), "vm": [], "pools": [], "elems": []}
     in_thread = threading.local()
     lock = threading.RLock()
     arena_lo, arena_hi = k.arena_start, k.arena_end
@@ -613,6 +626,79 @@ def _child_run(ex):
                 kk.check_byte(a)
             else:
                 kk.counters, kk.detections
+        elif name == "mempool":
+            action, i, kind, arg, min_nr, spec, cpu = op[1:]
+            with lock:
+                pools = list(st["pools"])
+            if action == "create":
+                if kind == "slab":
+                    c = cache_of(["own", arg])
+                    if c is None or c.name in st["ctor_caches"]:
+                        return
+                    pool = k.mempool_create_slab_pool(min_nr, c)
+                elif kind == "page":
+                    pool = k.mempool_create_page_pool(min_nr, arg)
+                else:
+                    pool = k.mempool_create_kmalloc_pool(min_nr, arg)
+                if pool is not None:
+                    with lock:
+                        st["pools"].append(pool)
+                return
+            if not pools:
+                return
+            pool = pools[i % len(pools)]
+            with k.on_cpu(cpu % k.nr_cpus):
+                if action in ("alloc", "prealloc"):
+                    p = (pool.alloc([odebug._core.GFP_ATOMIC, odebug._core.GFP_NOWAIT][i % 2])
+                         if action == "alloc" else pool.alloc_preallocated())
+                    if p is not None:
+                        with lock:
+                            st["elems"].append((p, pool))
+                elif action == "free":
+                    if not ex["hostile"]:      # clean: one of this pool's elements
+                        with lock:
+                            e = next((e for e in st["elems"] if e[1] is pool), None)
+                            if e is None:
+                                return
+                            st["elems"].remove(e)
+                        pool.free(e[0])
+                        return
+                    with lock:
+                        own = [e for e in st["elems"] if e[1] is pool]
+                    pool.free(own[i % len(own)][0] if own and spec[0] == "live" else resolve(spec))
+                elif action == "destroy":
+                    if not ex["hostile"]:      # clean: its elements back first
+                        with lock:
+                            mine = [e for e in st["elems"] if e[1] is pool]
+                            st["elems"] = [e for e in st["elems"] if e[1] is not pool]
+                            st["pools"].remove(pool)
+                        for p, _ in mine:
+                            pool.free(p)
+                    pool.destroy()
+                elif action == "resize":
+                    pool.resize(min_nr)
+                else:
+                    repr(pool), pool.info(), pool.elements()
+        elif name == "kpoison":
+            what, a, off, n, v = op[1], resolve(op[2]), op[3], op[4], op[5]
+            kk = k.kasan
+            if what == "poison":
+                kk.poison(a + off, n, v)
+            elif what == "unpoison":
+                kk.unpoison(a + off, n)
+            elif what == "poison_pages":
+                kk.poison_pages(a & ~4095 if a >= 0 else a, v % 13)
+            elif what == "unpoison_pages":
+                kk.unpoison_pages(a & ~4095 if a >= 0 else a, v % 13)
+            elif what == "mp_poison":
+                kk.mempool_poison_object(a)
+            elif what == "mp_unpoison":
+                kk.mempool_unpoison_object(a, n)
+            elif what == "mp_poison_pages":
+                kk.mempool_poison_pages(a & ~4095 if a >= 0 else a, v % 13)
+            else:
+                with kk.disabled():
+                    k.read(a, max(1, min(n, 4096)) if isinstance(n, int) and n > 0 else 1)
         elif name == "quarantine":
             q = k.kasan.quarantine
             if op[1] == "drain":

@@ -253,10 +253,11 @@ def test_kasan_atomics(k):
 
 def test_kmalloc_double_kzfree(k):
     p = k.kmalloc(16)
-    k.kfree(p)
-    with Expect(k, R(UAF), ("double-free", 0, None)):
-        assert k.ksize(p) == 0      # kfree_sensitive: ksize's check_byte first
-        k.kfree(p)
+    k.kfree_sensitive(p)
+    with Expect(k, R(UAF), ("double-free", 0, None)) as e:
+        k.kfree_sensitive(p)        # ksize()'s kasan_check_byte first, then kfree
+    assert [r.addr for r in e.reports] == [p, p]
+    assert e.reports[0].cache == "kmalloc-16" and e.reports[0].offset == 0
 
 
 def test_ksize_unpoisons_memory(k):
@@ -407,6 +408,15 @@ def test_kasan_off():
         with pytest.raises(odebug.Error):
             k.kasan.shadow(p, 8)
         assert not k.kasan.enabled
+
+
+def test_huge_sizes_are_invalid_arguments_not_overflow_errors(k):
+    p = k.kmalloc(8)
+    for call in (lambda: k.read(p, 1 << 63), lambda: k.memset(p, 0, 1 << 63),
+                 lambda: k.kasan.shadow(p, 1 << 63), lambda: k.read(p, 1 << 64)):
+        with pytest.raises(odebug.InvalidArgument, match="size"):
+            call()
+    assert not k.reports
 
 
 def test_bad_params():

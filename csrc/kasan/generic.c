@@ -5,6 +5,7 @@
  * Shadow encoding: 0 = all 8 bytes accessible, 1..7 = that many leading bytes,
  * negative (0x80..0xFF as s8) = poisoned with a reason (kasan.h).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -303,7 +304,9 @@ int odb_kasan_check_ip(odb_kernel *k, odb_addr_t addr, size_t size, bool is_writ
 	if (kasan_enabled(k)) {
 		outer = t_->cc_ip;
 		t_->cc_ip = ip;
-		good = kasan_check_range(k, addr, size, is_write, ip);
+		/* inside kasan_disable_current() a bad access goes on unreported,
+		 * as the kernel's kasan_report() lets it */
+		good = kasan_check_range(k, addr, size, is_write, ip) || t_->kasan_depth;
 		t_->cc_ip = outer;
 	}
 	if (ok)
@@ -448,11 +451,35 @@ int odb_kasan_memset(odb_kernel *k, odb_addr_t addr, int c, size_t n)
 		if (!backed(k, addr, n))
 			LEAVE(outside(k, "memset", addr, n));
 	} else if (!kasan_check_range(k, addr, n, true, (unsigned long)__builtin_return_address(0))) {
+		/* kasan_disable_current(): unreported and performed, as in the
+		 * kernel (allocator metadata inside slots kept) */
+		if (t_->kasan_depth && odb_in_arena(k, addr, n))
+			write_protected(k, virt_to_host(k, addr), NULL, c, n);
 		LEAVE(ODB_OK);
 	}
 	if ((p = backed(k, addr, n)))
 		memset(p, c, n);
 	LEAVE(ODB_OK);
+}
+
+/* A copy inside kasan_disable_current() over memory that may be poisoned:
+ * performed, keeping the allocators' metadata (through a bounce buffer when
+ * the ranges overlap). */
+static int copy_protected(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n)
+{
+	void *tmp = NULL;
+	const void *from = virt_to_host(k, src);
+
+	if (src < dst + n && dst < src + n) {
+		tmp = malloc(n);
+		if (!tmp)
+			return odb_err(k, ODB_ENOMEM, "memmove: no host memory for %zu bytes", n);
+		memcpy(tmp, from, n);
+		from = tmp;
+	}
+	write_protected(k, virt_to_host(k, dst), from, 0, n);
+	free(tmp);
+	return ODB_OK;
 }
 
 static int copy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n, const char *what,
@@ -469,6 +496,8 @@ static int copy(odb_kernel *k, odb_addr_t dst, odb_addr_t src, size_t n, const c
 			LEAVE(outside(k, what, dst, n));
 	} else if (!kasan_check_range(k, src, n, false, ip) ||
 		   !kasan_check_range(k, dst, n, true, ip)) {
+		if (t_->kasan_depth && odb_in_arena(k, src, n) && odb_in_arena(k, dst, n))
+			LEAVE(copy_protected(k, dst, src, n));
 		LEAVE(ODB_OK);
 	}
 	d = backed(k, dst, n);
@@ -531,4 +560,187 @@ int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out)
 	out->reports = atomic_load(&ks->reports);
 	out->suppressed = atomic_load(&ks->suppressed);
 	return ODB_OK;
+}
+
+/* ---- the public poisoning API (include/linux/kasan.h, mm/kasan/shadow.c, common.c) ---- */
+static int check_granule(odb_kernel *k, const char *what, odb_addr_t addr)
+{
+	if (addr & KASAN_GRANULE_MASK)
+		return odb_err(k, ODB_EINVAL, "%s: address 0x%llx is not aligned to the %lu-byte granule",
+			       what, (unsigned long long)addr, KASAN_GRANULE_SIZE);
+	return 0;
+}
+
+static int check_range(odb_kernel *k, const char *what, odb_addr_t addr, size_t n)
+{
+	if (addr + n < addr || !odb_in_arena(k, addr, n))
+		return outside(k, what, addr, n);
+	return 0;
+}
+
+static int check_pages(odb_kernel *k, const char *what, odb_addr_t addr, unsigned int order)
+{
+	if (order > MAX_PAGE_ORDER)
+		return odb_err(k, ODB_EINVAL, "%s: order %u > MAX_PAGE_ORDER (%d)", what, order,
+			       MAX_PAGE_ORDER);
+	if (addr & (PAGE_SIZE - 1))
+		return odb_err(k, ODB_EINVAL, "%s: 0x%llx is not a page address", what,
+			       (unsigned long long)addr);
+	return check_range(k, what, addr, PAGE_SIZE << order);
+}
+
+int odb_kasan_poison(odb_kernel *k, odb_addr_t addr, size_t size, uint8_t value)
+{
+	int r;
+	ENTER(k);
+
+	if ((r = check_granule(k, "kasan_poison", addr)))
+		LEAVE(r);
+	if (size & KASAN_GRANULE_MASK)
+		LEAVE(odb_err(k, ODB_EINVAL, "kasan_poison: size %zu is not a multiple of the %lu-byte "
+			      "granule", size, KASAN_GRANULE_SIZE));
+	if (!size)
+		LEAVE(ODB_OK);
+	if ((r = check_range(k, "kasan_poison", addr, size)))
+		LEAVE(r);
+	if (kasan_enabled(k))
+		kasan_poison(k, addr, size, value);
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_unpoison(odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	int r;
+	ENTER(k);
+
+	if ((r = check_granule(k, "kasan_unpoison", addr)))
+		LEAVE(r);
+	if (!size)
+		LEAVE(ODB_OK);
+	if ((r = check_range(k, "kasan_unpoison", addr, size)))
+		LEAVE(r);
+	if (kasan_enabled(k))
+		kasan_unpoison(k, addr, size);
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_poison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order)
+{
+	int r;
+	ENTER(k);
+
+	if ((r = check_pages(k, "kasan_poison_pages", addr, order)))
+		LEAVE(r);
+	kasan_poison_pages(k, addr, order);
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_unpoison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order)
+{
+	int r;
+	ENTER(k);
+
+	if ((r = check_pages(k, "kasan_unpoison_pages", addr, order)))
+		LEAVE(r);
+	kasan_unpoison_pages(k, addr, order);
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_mempool_poison_object(odb_kernel *k, odb_addr_t addr, bool *reuse)
+{
+	int r;
+	ENTER(k);
+
+	*reuse = false;
+	if ((r = check_range(k, "kasan_mempool_poison_object", addr, 1)))
+		LEAVE(r);
+	*reuse = kasan_mempool_poison_object(k, virt_to_host(k, addr),
+					     (unsigned long)__builtin_return_address(0));
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_mempool_unpoison_object(odb_kernel *k, odb_addr_t addr, size_t size)
+{
+	const char *what = "kasan_mempool_unpoison_object";
+	void *p;
+	struct slab *sl;
+	int r;
+	ENTER(k);
+
+	if ((r = check_range(k, what, addr, 1)))
+		LEAVE(r);
+	p = virt_to_host(k, addr);
+	sl = virt_to_slab(k, p);
+	/* the kernel trusts its caller; odebug refuses what no allocation is */
+	if (sl) {
+		struct kmem_cache *s = sl->slab_cache;
+
+		if (!check_valid_pointer(s, sl, p))
+			LEAVE(odb_err(k, ODB_EINVAL, "%s: 0x%llx is not an object of %s", what,
+				      (unsigned long long)addr, s->name));
+		if (size > s->object_size)
+			LEAVE(odb_err(k, ODB_EINVAL, "%s: size %zu > the object size of %s (%u)", what,
+				      size, s->name, s->object_size));
+	} else {
+		struct page *pg = virt_to_head_page(k, addr);
+
+		if (!(READ_ONCE(pg->flags) & PG_alloc) || page_address(k, pg) != addr)
+			LEAVE(odb_err(k, ODB_EINVAL, "%s: 0x%llx is neither a slab object nor the start "
+				      "of an allocated page block", what, (unsigned long long)addr));
+		if (size > (PAGE_SIZE << pg->order))
+			LEAVE(odb_err(k, ODB_EINVAL, "%s: size %zu > its %lu-byte page block", what, size,
+				      PAGE_SIZE << pg->order));
+	}
+	kasan_mempool_unpoison_object(k, p, size);
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_mempool_poison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order, bool *reuse)
+{
+	int r;
+	ENTER(k);
+
+	*reuse = false;
+	if ((r = check_pages(k, "kasan_mempool_poison_pages", addr, order)))
+		LEAVE(r);
+	*reuse = kasan_mempool_poison_pages(k, addr, order, (unsigned long)__builtin_return_address(0));
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_mempool_unpoison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order)
+{
+	int r;
+	ENTER(k);
+
+	if ((r = check_pages(k, "kasan_mempool_unpoison_pages", addr, order)))
+		LEAVE(r);
+	kasan_mempool_unpoison_pages(k, addr, order);
+	LEAVE(ODB_OK);
+}
+
+/* kasan_disable_current / kasan_enable_current: current->kasan_depth */
+int odb_kasan_disable_current(odb_kernel *k)
+{
+	ENTER(k);
+	if (t_->kasan_depth == UINT_MAX)
+		LEAVE(odb_err(k, ODB_ERANGE, "kasan_disable_current: nested too deep"));
+	t_->kasan_depth++;
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_enable_current(odb_kernel *k)
+{
+	ENTER(k);
+	if (!t_->kasan_depth)
+		LEAVE(odb_err(k, ODB_ESTATE, "kasan_enable_current: KASAN is not disabled on this "
+			      "thread (no kasan_disable_current to undo)"));
+	t_->kasan_depth--;
+	LEAVE(ODB_OK);
+}
+
+int odb_kasan_current_depth(odb_kernel *k, unsigned int *depth)
+{
+	ENTER(k);
+	*depth = t_->kasan_depth;
+	LEAVE(ODB_OK);
 }

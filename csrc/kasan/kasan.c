@@ -396,7 +396,12 @@ static void kasan_save_track(struct odb_kernel *k, void *at)
 	memcpy(at, &tr, sizeof(tr));
 }
 
-static void kasan_save_alloc_info(struct kmem_cache *s, void *object)
+/* The save_*_info and poison_kmalloc_* helpers are always inlined: with the
+ * mempool hooks as second callers the compiler would outline them, and every
+ * track's stack would gain a frame (tests/test_golden.py pins them). */
+#define KASAN_INLINE static inline __attribute__((always_inline))
+
+KASAN_INLINE void kasan_save_alloc_info(struct kmem_cache *s, void *object)
 {
 	struct kasan_alloc_meta *m = kasan_get_alloc_meta(s, object);
 
@@ -406,7 +411,7 @@ static void kasan_save_alloc_info(struct kmem_cache *s, void *object)
 	kasan_save_track(s->k, &m->alloc_track);
 }
 
-static void kasan_save_free_info(struct kmem_cache *s, void *object)
+KASAN_INLINE void kasan_save_free_info(struct kmem_cache *s, void *object)
 {
 	struct kasan_free_meta *m = kasan_get_free_meta(s, object);
 
@@ -502,7 +507,7 @@ void *kasan_slab_alloc(struct kmem_cache *s, void *object, gfp_t flags)
 	return object;
 }
 
-static void poison_kmalloc_redzone(struct kmem_cache *s, void *object, size_t size)
+KASAN_INLINE void poison_kmalloc_redzone(struct kmem_cache *s, void *object, size_t size)
 {
 	struct odb_kernel *k = s->k;
 	odb_addr_t a = host_to_virt(k, object);
@@ -528,24 +533,29 @@ void *kasan_kmalloc(struct kmem_cache *s, void *object, size_t size, gfp_t flags
 	return object;
 }
 
+/* The tail of a large kmalloc's pages past size: KASAN_PAGE_REDZONE (a
+ * partial last granule says how much of it is in use). */
+KASAN_INLINE void poison_kmalloc_large_redzone(struct odb_kernel *k, void *ptr, size_t size)
+{
+	odb_addr_t a = host_to_virt(k, ptr), rz_start, rz_end;
+	struct page *pg = virt_to_head_page(k, a);
+
+	rz_start = ALIGN(a + size, (odb_addr_t)KASAN_GRANULE_SIZE);
+	rz_end = a + (PAGE_SIZE << pg->order);
+	kasan_poison_last_granule(k, a, size);
+	if (rz_end > rz_start)
+		kasan_poison(k, rz_start, (size_t)(rz_end - rz_start), KASAN_PAGE_REDZONE);
+}
+
 void *kasan_kmalloc_large(struct odb_kernel *k, void *ptr, size_t size, gfp_t flags)
 {
-	odb_addr_t a, rz_start, rz_end;
-	struct page *pg;
-
 	if (!kasan_enabled(k))
 		return ptr;
 	if (gfpflags_allow_blocking(flags))
 		kasan_quarantine_reduce(k);
 	if (!ptr)
 		return NULL;
-	a = host_to_virt(k, ptr);
-	pg = virt_to_head_page(k, a);
-	rz_start = ALIGN(a + size, (odb_addr_t)KASAN_GRANULE_SIZE);
-	rz_end = a + (PAGE_SIZE << pg->order);
-	kasan_poison_last_granule(k, a, size);
-	if (rz_end > rz_start)
-		kasan_poison(k, rz_start, (size_t)(rz_end - rz_start), KASAN_PAGE_REDZONE);
+	poison_kmalloc_large_redzone(k, ptr, size);
 	return ptr;
 }
 
@@ -646,4 +656,118 @@ void kasan_cache_shutdown(struct kmem_cache *s)
 		return;
 	if (atomic_load(&s->node.nr_slabs))     /* !__kmem_cache_empty() */
 		kasan_quarantine_remove_cache(s);
+}
+
+/* ---- the mempool hooks (kasan_mempool_* of mm/kasan/common.c) ------------------------ *
+ * mempool keeps freed elements in its reserve instead of freeing them: these
+ * poison an element as a free would (and catch the bad frees a free would), and
+ * unpoison it again when the pool hands it out. */
+
+/* A page allocation given back: true (after a report) if a is not the start
+ * of its block (invalid-free) or is not accessible (double-free). */
+static bool check_page_allocation(struct odb_kernel *k, odb_addr_t a, unsigned long ip)
+{
+	if (a != page_address(k, virt_to_head_page(k, a))) {
+		kasan_report_invalid_free(k, a, ip, KASAN_REPORT_INVALID_FREE);
+		return true;
+	}
+	if (!kasan_byte_accessible(k, a)) {
+		kasan_report_invalid_free(k, a, ip, KASAN_REPORT_DOUBLE_FREE);
+		return true;
+	}
+	return false;
+}
+
+/* A slab object given back: the same two checks against its slab. */
+static bool check_slab_allocation(struct kmem_cache *s, struct slab *sl, void *object,
+				  unsigned long ip)
+{
+	struct odb_kernel *k = s->k;
+
+	if (nearest_obj(s, sl, object) != object) {
+		kasan_report_invalid_free(k, host_to_virt(k, object), ip, KASAN_REPORT_INVALID_FREE);
+		return true;
+	}
+	if (!kasan_byte_accessible(k, host_to_virt(k, object))) {
+		kasan_report_invalid_free(k, host_to_virt(k, object), ip, KASAN_REPORT_DOUBLE_FREE);
+		return true;
+	}
+	return false;
+}
+
+void kasan_poison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order)
+{
+	if (kasan_enabled(k))
+		kasan_poison(k, a, PAGE_SIZE << order, KASAN_PAGE_FREE);
+}
+
+void kasan_unpoison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order)
+{
+	if (kasan_enabled(k))
+		kasan_unpoison(k, a, PAGE_SIZE << order);
+}
+
+bool kasan_mempool_poison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order,
+				unsigned long ip)
+{
+	if (!kasan_enabled(k))
+		return true;
+	if (check_page_allocation(k, a, ip))
+		return false;
+	kasan_poison(k, a, PAGE_SIZE << order, KASAN_PAGE_FREE);
+	return true;
+}
+
+void kasan_mempool_unpoison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order)
+{
+	kasan_unpoison_pages(k, a, order);
+}
+
+bool kasan_mempool_poison_object(struct odb_kernel *k, void *ptr, unsigned long ip)
+{
+	odb_addr_t a = host_to_virt(k, ptr);
+	struct kmem_cache *s;
+	struct slab *sl;
+
+	if (!kasan_enabled(k))
+		return true;
+	sl = virt_to_slab(k, ptr);
+	if (!sl) {
+		/* a large kmalloc: the whole block, as its free would */
+		if (check_page_allocation(k, a, ip))
+			return false;
+		kasan_poison(k, a, PAGE_SIZE << virt_to_head_page(k, a)->order, KASAN_PAGE_FREE);
+		return true;
+	}
+	s = sl->slab_cache;
+	if (check_slab_allocation(s, sl, ptr, ip))
+		return false;
+	/* poison_slab_object: freed, with its free track (not quarantined) */
+	kasan_poison(k, a, ALIGN(s->object_size, KASAN_GRANULE_SIZE), KASAN_SLAB_FREE);
+	kasan_save_free_info(s, ptr);
+	return true;
+}
+
+void kasan_mempool_unpoison_object(struct odb_kernel *k, void *ptr, size_t size)
+{
+	struct kmem_cache *s;
+	struct slab *sl;
+
+	if (!kasan_enabled(k))
+		return;
+	sl = virt_to_slab(k, ptr);
+	if (!sl) {
+		/* a large kmalloc (its memory is the page allocator's) */
+		kasan_unpoison(k, host_to_virt(k, ptr), size);
+		poison_kmalloc_large_redzone(k, ptr, size);
+		return;
+	}
+	s = sl->slab_cache;
+	/* unpoison_slab_object, then the kmalloc redzone for a kmalloc cache;
+	 * either records the alloc track */
+	kasan_unpoison(k, host_to_virt(k, ptr), s->object_size);
+	if (!(s->flags & SLAB_KMALLOC))
+		kasan_save_alloc_info(s, ptr);
+	else
+		poison_kmalloc_redzone(s, ptr, size);
 }

@@ -257,6 +257,17 @@ bool kasan_check_byte(struct odb_kernel *k, const void *addr, unsigned long ip);
 void kasan_record_aux_stack(struct odb_kernel *k, void *addr);
 /* kmem_cache_destroy: quarantined objects of s go back before shutdown */
 void kasan_cache_shutdown(struct kmem_cache *s);
+/* kasan_poison_pages / kasan_unpoison_pages (KASAN_PAGE_FREE / accessible) */
+void kasan_poison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order);
+void kasan_unpoison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order);
+/* mempool's hooks (mm/kasan/common.c's kasan_mempool_*): poison returns
+ * whether the element may be kept for reuse; false after an invalid-free or
+ * double-free report (nothing poisoned).  ip: the caller named in a report. */
+bool kasan_mempool_poison_object(struct odb_kernel *k, void *ptr, unsigned long ip);
+void kasan_mempool_unpoison_object(struct odb_kernel *k, void *ptr, size_t size);
+bool kasan_mempool_poison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order,
+				unsigned long ip);
+void kasan_mempool_unpoison_pages(struct odb_kernel *k, odb_addr_t a, unsigned int order);
 
 /* ---- shadow and checks (generic.c) ---------------------------------------------------- */
 void kasan_poison(struct odb_kernel *k, odb_addr_t addr, size_t size, uint8_t value);

@@ -388,6 +388,10 @@ static void make_report(struct odb_kernel *k, struct kasan_report_info *info)
 	struct odb_report_impl *r;
 	char fn[300];
 
+	/* report_suppressed_sw(): inside kasan_disable_current() a bad access is
+	 * not reported (nor counted); an invalid or double free still is */
+	if (info->type == KASAN_REPORT_ACCESS && t && t->kasan_depth)
+		return;
 	atomic_fetch_add(&ks->detections, 1);
 	if (!report_enabled(ks)) {
 		atomic_fetch_add(&ks->suppressed, 1);

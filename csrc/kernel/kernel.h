@@ -265,6 +265,9 @@ struct odb_task {
 	 * return address while its check runs (a report's stack and "in <function>"
 	 * start there), 0 otherwise */
 	unsigned long cc_ip;
+	/* kasan_disable_current() nesting (current->kasan_depth): while > 0 the
+	 * task's bad accesses are not reported (bad frees still are) */
+	unsigned int kasan_depth;
 	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
 	struct odb_task_slot own_slot;
 };
@@ -845,6 +848,12 @@ struct odb_kernel {
 	odb_frame_hook frame_hook;
 	void *frame_hook_ctx;
 	odb_poll_hook poll_hook;          /* odb_poll(): interruption of long calls */
+	/* around a calling thread's blocking wait outside the controlled
+	 * scheduler (mempool_alloc waiting for an element): a binding gives up
+	 * its interpreter lock (odb_sched_set_hooks sets them) */
+	void (*wait_before)(void *ctx, void **cookie);
+	void (*wait_after)(void *ctx, void *cookie);
+	void *wait_hook_ctx;
 	/* odb_kernel_on_destroy(): called first thing in odb_kernel_destroy */
 	pthread_mutex_t destroy_hooks_lock;
 	struct odb_destroy_hook *destroy_hooks;

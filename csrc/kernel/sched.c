@@ -1742,6 +1742,10 @@ void odb_sched_set_hooks(odb_kernel *k, void (*before)(void *ctx, void **cookie)
 {
 	struct odb_sched *S = k->sched;
 
+	/* the same hooks around the waits of a free kernel's callers (mempool_alloc) */
+	k->wait_before = before;
+	k->wait_after = after;
+	k->wait_hook_ctx = ctx;
 	if (!S)
 		return;
 	pthread_mutex_lock(&S->mu);

@@ -18,6 +18,7 @@ typedef struct {
 	PyObject *WorkType;
 	PyObject *RawType;
 	PyObject *CacheType;      /* slab.c */
+	PyObject *MempoolType;    /* mempool.c */
 	PyObject *StrategyType;   /* sched.c */
 	PyObject *Error;          /* odebug.Error */
 	PyObject *InvalidArgument;/* Error, ValueError */
@@ -105,6 +106,11 @@ KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open);
 typedef int (*odb_py_room_init)(PyObject *module, core_state *st);
 extern const odb_py_room_init odb_py_rooms[];
 int odb_py_slab_init(PyObject *module, core_state *st);
+/* A Cache object's cache (TypeError / StateError set, NULL, for anything
+ * else or a destroyed one), and its count of calls in progress, which
+ * Cache.destroy() waits to see at zero (python/slab.c). */
+odb_cache *odb_py_cache_get(core_state *st, PyObject *obj);
+void odb_py_cache_busy(PyObject *obj, int delta);
 /* The scheduler's wait hooks on a new kernel (python/sched.c). */
 void odb_py_sched_hooks(odb_kernel *k);
 

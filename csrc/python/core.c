@@ -1390,6 +1390,7 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
 	Py_VISIT(st->WorkType);
 	Py_VISIT(st->RawType);
 	Py_VISIT(st->CacheType);
+	Py_VISIT(st->MempoolType);
 	Py_VISIT(st->StrategyType);
 	Py_VISIT(st->Error);
 	Py_VISIT(st->InvalidArgument);
@@ -1408,6 +1409,7 @@ static int core_clear(PyObject *m)
 	Py_CLEAR(st->WorkType);
 	Py_CLEAR(st->RawType);
 	Py_CLEAR(st->CacheType);
+	Py_CLEAR(st->MempoolType);
 	Py_CLEAR(st->StrategyType);
 	Py_CLEAR(st->Error);
 	Py_CLEAR(st->InvalidArgument);

@@ -5,6 +5,8 @@
  * Accesses keep the GIL up to 64 KiB (the Python caller then appears in the
  * report's stack); larger ones and the O(n) calls release it.
  */
+#include <limits.h>
+
 #include "python/binding.h"
 
 #define GIL_LIMIT (64u << 10)
@@ -27,21 +29,14 @@ static int conv_addr(PyObject *o, void *out)
 	return 1;
 }
 
+/* a size: 0..PY_SSIZE_T_MAX, else odebug.InvalidArgument (negative or >= 2**63:
+ * never a bare OverflowError) */
 static int conv_size(PyObject *o, void *out)
 {
 	Py_ssize_t v;
 
-	if (!PyLong_Check(o)) {
-		PyErr_Format(PyExc_TypeError, "size: expected int, not %.100s", Py_TYPE(o)->tp_name);
+	if (!odb_conv_size(o, &v))
 		return 0;
-	}
-	v = PyLong_AsSsize_t(o);
-	if (v == -1 && PyErr_Occurred())
-		return 0;
-	if (v < 0) {
-		PyErr_Format(PyExc_ValueError, "size: negative size %zd", v);
-		return 0;
-	}
 	*(size_t *)out = (size_t)v;
 	return 1;
 }
@@ -598,7 +593,191 @@ static PyObject *py_quarantine_storm(PyObject *m, PyObject *args)
 			     "mutex_wait_ns_max", (unsigned long long)r.mutex_wait_ns_max));
 }
 
+/* ---- the public poisoning API -------------------------------------------------------- */
+static PyObject *py_kasan_poison(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	size_t n;
+	odb_uarg value = ODB_UARG("value", 0, 255);
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&O&", &kobj, conv_addr, &addr, conv_size, &n,
+			      odb_conv_uarg, &value))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kasan_poison(ko->k, addr, n, (uint8_t)value.v);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_kasan_unpoison(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	size_t n;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, conv_addr, &addr, conv_size, &n))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	Py_BEGIN_ALLOW_THREADS
+	ret = odb_kasan_unpoison(ko->k, addr, n);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+/* (kernel, addr, order) calls: kasan_(un)poison_pages, kasan_mempool_unpoison_pages */
+static PyObject *pages_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *, odb_addr_t, unsigned int))
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	odb_uarg order = ODB_UARG("order", 0, UINT_MAX);
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, conv_addr, &addr, odb_conv_uarg, &order))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	Py_BEGIN_ALLOW_THREADS
+	ret = fn(ko->k, addr, (unsigned int)order.v);
+	Py_END_ALLOW_THREADS
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_kasan_poison_pages(PyObject *m, PyObject *args)
+{
+	return pages_call(m, args, odb_kasan_poison_pages);
+}
+
+static PyObject *py_kasan_unpoison_pages(PyObject *m, PyObject *args)
+{
+	return pages_call(m, args, odb_kasan_unpoison_pages);
+}
+
+static PyObject *py_kasan_mempool_unpoison_pages(PyObject *m, PyObject *args)
+{
+	return pages_call(m, args, odb_kasan_mempool_unpoison_pages);
+}
+
+/* O(1) checks with a possible report: the GIL is kept (the Python caller
+ * is named in the report) */
+static PyObject *py_kasan_mempool_poison_object(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	KernelObject *ko;
+	bool reuse;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&", &kobj, conv_addr, &addr))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	ret = odb_kasan_mempool_poison_object(ko->k, addr, &reuse);
+	if (ret)
+		return odb_raise(ko, ret);
+	return odb_py_checked(PyBool_FromLong(reuse));
+}
+
+static PyObject *py_kasan_mempool_unpoison_object(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	size_t n;
+	KernelObject *ko;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, conv_addr, &addr, conv_size, &n))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	ret = odb_kasan_mempool_unpoison_object(ko->k, addr, n);
+	if (ret)
+		return odb_raise(ko, ret);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_kasan_mempool_poison_pages(PyObject *m, PyObject *args)
+{
+	PyObject *kobj;
+	unsigned long long addr;
+	odb_uarg order = ODB_UARG("order", 0, UINT_MAX);
+	KernelObject *ko;
+	bool reuse;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, conv_addr, &addr, odb_conv_uarg, &order))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	ret = odb_kasan_mempool_poison_pages(ko->k, addr, (unsigned int)order.v, &reuse);
+	if (ret)
+		return odb_raise(ko, ret);
+	return odb_py_checked(PyBool_FromLong(reuse));
+}
+
+static PyObject *depth_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *))
+{
+	PyObject *kobj;
+	KernelObject *ko;
+	unsigned int depth;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "O", &kobj))
+		return NULL;
+	GET_KERNEL(m, kobj, ko);
+	if (fn && (ret = fn(ko->k)))
+		return odb_raise(ko, ret);
+	if ((ret = odb_kasan_current_depth(ko->k, &depth)))
+		return odb_raise(ko, ret);
+	return PyLong_FromUnsignedLong(depth);
+}
+
+static PyObject *py_kasan_disable_current(PyObject *m, PyObject *args)
+{
+	return depth_call(m, args, odb_kasan_disable_current);
+}
+
+static PyObject *py_kasan_enable_current(PyObject *m, PyObject *args)
+{
+	return depth_call(m, args, odb_kasan_enable_current);
+}
+
+static PyObject *py_kasan_current_depth(PyObject *m, PyObject *args)
+{
+	return depth_call(m, args, NULL);
+}
+
 static PyMethodDef kasan_methods[] = {
+	{ "kasan_poison", py_kasan_poison, METH_VARARGS,
+	  "kasan_poison($module, kernel, addr, size, value, /)\n--\n\nkasan_poison(): every granule of [addr, addr + size) gets value." },
+	{ "kasan_unpoison", py_kasan_unpoison, METH_VARARGS,
+	  "kasan_unpoison($module, kernel, addr, size, /)\n--\n\nkasan_unpoison(): [addr, addr + size) accessible (a partial last granule)." },
+	{ "kasan_poison_pages", py_kasan_poison_pages, METH_VARARGS,
+	  "kasan_poison_pages($module, kernel, addr, order, /)\n--\n\nkasan_poison_pages(): KASAN_PAGE_FREE over 2**order pages." },
+	{ "kasan_unpoison_pages", py_kasan_unpoison_pages, METH_VARARGS,
+	  "kasan_unpoison_pages($module, kernel, addr, order, /)\n--\n\nkasan_unpoison_pages()." },
+	{ "kasan_mempool_poison_object", py_kasan_mempool_poison_object, METH_VARARGS,
+	  "kasan_mempool_poison_object($module, kernel, addr, /)\n--\n\nkasan_mempool_poison_object() -> may the object be reused." },
+	{ "kasan_mempool_unpoison_object", py_kasan_mempool_unpoison_object, METH_VARARGS,
+	  "kasan_mempool_unpoison_object($module, kernel, addr, size, /)\n--\n\nkasan_mempool_unpoison_object()." },
+	{ "kasan_mempool_poison_pages", py_kasan_mempool_poison_pages, METH_VARARGS,
+	  "kasan_mempool_poison_pages($module, kernel, addr, order, /)\n--\n\nkasan_mempool_poison_pages() -> may the pages be reused." },
+	{ "kasan_mempool_unpoison_pages", py_kasan_mempool_unpoison_pages, METH_VARARGS,
+	  "kasan_mempool_unpoison_pages($module, kernel, addr, order, /)\n--\n\nkasan_mempool_unpoison_pages()." },
+	{ "kasan_disable_current", py_kasan_disable_current, METH_VARARGS,
+	  "kasan_disable_current($module, kernel, /)\n--\n\nkasan_disable_current() -> the calling thread's new depth." },
+	{ "kasan_enable_current", py_kasan_enable_current, METH_VARARGS,
+	  "kasan_enable_current($module, kernel, /)\n--\n\nkasan_enable_current() -> the calling thread's new depth." },
+	{ "kasan_current_depth", py_kasan_current_depth, METH_VARARGS,
+	  "kasan_current_depth($module, kernel, /)\n--\n\nThe calling thread's kasan_disable_current() depth." },
 	{ "kasan_read", py_kasan_read, METH_VARARGS, "kasan_read($module, kernel, addr, n, /)\n--\n\nOne checked access -> bytes." },
 	{ "kasan_write", py_kasan_write, METH_VARARGS, "kasan_write($module, kernel, addr, data, /)\n--\n\nOne checked access." },
 	{ "kasan_memset", py_kasan_memset, METH_VARARGS, "kasan_memset($module, kernel, addr, c, n, /)\n--\n\nChecked memset." },

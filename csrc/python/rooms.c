@@ -6,6 +6,7 @@ int odb_py_debugobjects_init(PyObject *module, core_state *st);   /* python/debu
 int odb_py_kasan_init(PyObject *module, core_state *st);          /* python/kasan.c */
 int odb_py_sched_init(PyObject *module, core_state *st);          /* python/sched.c */
 int odb_py_vmalloc_init(PyObject *module, core_state *st);        /* python/vmalloc.c */
+int odb_py_mempool_init(PyObject *module, core_state *st);        /* python/mempool.c */
 
 const odb_py_room_init odb_py_rooms[] = {
 	odb_py_slab_init,
@@ -13,5 +14,6 @@ const odb_py_room_init odb_py_rooms[] = {
 	odb_py_kasan_init,
 	odb_py_sched_init,
 	odb_py_vmalloc_init,
+	odb_py_mempool_init,
 	NULL,
 };

@@ -212,6 +212,10 @@ static PyObject *addr_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *, 
 
 static PyObject *py_kfree(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree); }
 static PyObject *py_kfree_rcu(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree_rcu); }
+static PyObject *py_kfree_sensitive(PyObject *m, PyObject *args)
+{
+	return addr_call(m, args, odb_kfree_sensitive);
+}
 
 static PyObject *py_rcu_barrier(PyObject *m, PyObject *kobj)
 {
@@ -596,6 +600,28 @@ static PyObject *Cache_destroy(CacheObject *c, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* ---- a Cache for another binding (a mempool's slab pool) ----------------------------- */
+odb_cache *odb_py_cache_get(core_state *st, PyObject *obj)
+{
+	CacheObject *c = (CacheObject *)obj;
+
+	if (!PyObject_TypeCheck(obj, (PyTypeObject *)st->CacheType)) {
+		PyErr_Format(PyExc_TypeError, "cache: expected an odebug Cache, not %.100s",
+			     Py_TYPE(obj)->tp_name);
+		return NULL;
+	}
+	if (!c->s || c->dead) {
+		PyErr_Format(st->StateError, "cache %U was destroyed", c->name);
+		return NULL;
+	}
+	return c->s;
+}
+
+void odb_py_cache_busy(PyObject *obj, int delta)
+{
+	((CacheObject *)obj)->busy += delta;
+}
+
 static PyObject *Cache_info(CacheObject *c, PyObject *unused)
 {
 	struct odb_cache_info i;
@@ -839,6 +865,8 @@ static PyMethodDef slab_functions[] = {
 	{ "cache_names", py_cache_names, METH_O, "cache_names($module, kernel, /)\n--\n\nNames of the kernel's caches." },
 	{ "kmalloc", py_kmalloc, METH_VARARGS, "kmalloc($module, kernel, size, gfp, /)\n--\n\nkmalloc(size, gfp) -> address or None." },
 	{ "kfree", py_kfree, METH_VARARGS, "kfree($module, kernel, addr, /)\n--\n\nkfree(addr)." },
+	{ "kfree_sensitive", py_kfree_sensitive, METH_VARARGS,
+	  "kfree_sensitive($module, kernel, addr, /)\n--\n\nkfree_sensitive(addr): ksize(), zero, kfree." },
 	{ "ksize", py_ksize, METH_VARARGS, "ksize($module, kernel, addr, /)\n--\n\nksize(addr) -> usable size." },
 	{ "kfree_rcu", py_kfree_rcu, METH_VARARGS, "kfree_rcu($module, kernel, addr, /)\n--\n\nkfree_rcu(addr): freed after a grace period." },
 	{ "rcu_barrier", py_rcu_barrier, METH_O, "rcu_barrier($module, kernel, /)\n--\n\nrcu_barrier: wait for the pending kfree_rcu frees." },

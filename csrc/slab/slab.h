@@ -70,6 +70,7 @@ static inline void *kzalloc(struct odb_kernel *k, size_t size, gfp_t gfp)
 }
 void kfree(struct odb_kernel *k, const void *x);
 size_t ksize(struct odb_kernel *k, const void *x);
+void kfree_sensitive(struct odb_kernel *k, const void *p);
 void *krealloc(struct odb_kernel *k, const void *p, size_t new_size, gfp_t gfp);
 
 /* Cache facts other rooms need. */

@@ -313,6 +313,22 @@ int odb_kvfree(odb_kernel *k, odb_addr_t x)
 	return odb_kfree(k, x);
 }
 
+int odb_kfree_sensitive(odb_kernel *k, odb_addr_t x)
+{
+	void *p;
+	int r = 0;
+	ENTER(k);
+
+	if (x <= ODB_ZERO_SIZE_PTR)   /* ksize(ZERO_OR_NULL) is 0, kfree does nothing */
+		LEAVE(ODB_OK);
+	p = obj_ptr(k, x, &r);
+	if (!p)
+		LEAVE(r);
+	if (!debug_objects_refuse_free(k, p, "kfree_sensitive"))   /* a tracker: reported */
+		kfree_sensitive(k, p);
+	LEAVE(ODB_OK);
+}
+
 int odb_ksize(odb_kernel *k, odb_addr_t x, size_t *out)
 {
 	void *p;

@@ -1675,7 +1675,9 @@ static size_t slab_ksize(const struct kmem_cache *s)
 
 size_t ksize(struct odb_kernel *k, const void *x)
 {
+	struct kmem_cache *s;
 	struct page *pg;
+	struct slab *sl;
 
 	if (!x || (const char *)x < k->ram || (const char *)x >= k->ram + k->ram_bytes)
 		return 0;
@@ -1683,9 +1685,44 @@ size_t ksize(struct odb_kernel *k, const void *x)
 	if (!kasan_check_byte(k, x, (unsigned long)__builtin_return_address(0)))
 		return 0;
 	pg = virt_to_head_page(k, host_to_virt(k, x));
-	if (!(pg->flags & PG_slab))
-		return (pg->flags & PG_reserved) ? PAGE_SIZE << pg->order : 0;
-	return slab_ksize(page_slab(pg)->slab_cache);
+	if (!(pg->flags & PG_slab)) {
+		/* __ksize: a large kmalloc's block, from its start only (the kernel
+		 * WARNs for anything else; odebug returns 0 without the WARN) */
+		if (!(pg->flags & PG_reserved) || virt_to_host(k, page_address(k, pg)) != x)
+			return 0;
+		return PAGE_SIZE << pg->order;
+	}
+	sl = page_slab(pg);
+	s = sl->slab_cache;
+	/* skip_orig_size_check(): whoever asked may use all ksize() bytes, so
+	 * the kmalloc redzone check (slub_debug=ZU) no longer covers the slack.
+	 * Only for an object start (the kernel would write at any pointer). */
+	if (check_valid_pointer(s, sl, (void *)x))
+		set_orig_size(s, (void *)x, s->object_size);
+	return slab_ksize(s);
+}
+
+/* kfree_sensitive (mm/slab_common.c): ksize() (whose kasan_check_byte
+ * reports a freed object and gives 0), the usable bytes unpoisoned and zeroed
+ * (memzero_explicit), then kfree. */
+void kfree_sensitive(struct odb_kernel *k, const void *p)
+{
+	struct slab *sl;
+	size_t ks;
+
+	ks = ksize(k, p);
+	/* odebug deviation: a pointer inside a slab object is not zeroed (the
+	 * kernel would zero ksize() bytes from it, past the object, into the
+	 * next slot's metadata); kfree() then reports it (invalid-free) */
+	sl = p ? virt_to_slab(k, p) : NULL;
+	if (sl && !check_valid_pointer(sl->slab_cache, sl, (void *)p))
+		ks = 0;
+	if (ks) {
+		if (kasan_enabled(k))
+			kasan_unpoison(k, host_to_virt(k, p), ks);   /* kasan_unpoison_range */
+		memset((void *)p, 0, ks);
+	}
+	kfree(k, p);
 }
 
 /* p is the first byte of a large kmalloc (pages of its own). */
@@ -2138,7 +2175,7 @@ int odb_slab_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	struct odb_slab_state *ss = slab_state(k);
 	char name[32];
 
-	if (odb_rcu_init(k)) {
+	if (odb_rcu_init(k) || odb_mempool_init(k)) {
 		snprintf(errbuf, errlen, "kmem_cache_init: out of memory");
 		return ODB_ENOMEM;
 	}
@@ -2180,6 +2217,7 @@ void odb_slab_exit(struct odb_kernel *k)
 	if (!ss)
 		return;
 	odb_rcu_exit(k);
+	odb_mempool_exit(k);
 	list_for_each_safe(pos, n, &ss->dead) {     /* tombstones: no slab, no cpu_slab */
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 		list_del(&s->list);

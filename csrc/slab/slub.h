@@ -162,6 +162,7 @@ struct odb_slab_state {
 	enum slub_path path;
 	struct odb_rcu *rcu;                /* kvfree_rcu (rcu.c) */
 	int rcu_debug;                      /* odebug.slub_rcu_debug=: -1 default (with KASAN), 0, 1 */
+	struct odb_mempools *mempools;      /* the kernel's mempools (mempool.c) */
 };
 
 /* spin_lock(&n->list_lock) / spin_unlock(): through its bias when it has one */
@@ -347,6 +348,10 @@ struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name);
 /* The kmalloc cache of a size (NULL: 0 or past KMALLOC_MAX_CACHE_SIZE). */
 struct kmem_cache *kmalloc_slab(struct odb_kernel *k, size_t size);
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size);
+
+/* mempools (mempool.c) */
+int odb_mempool_init(struct odb_kernel *k);
+void odb_mempool_exit(struct odb_kernel *k);
 
 /* kvfree_rcu and SLUB_RCU_DEBUG's deferred frees (rcu.c) */
 int odb_rcu_init(struct odb_kernel *k);

@@ -9,10 +9,9 @@
  * kernel's does through kernel_compat.h's kernel-named calls; the Python side
  * then checks the exact bug type, size and direction of every report.
  *
- * Left out (features odebug does not have yet): kmalloc_double_kzfree
- * (kfree_sensitive), kmem_cache_rcu_uaf (SLUB_RCU_DEBUG), the twelve
- * mempool_* cases, vmalloc_oob; and the cases of the tag-based modes, which
- * the kernel skips in generic mode (page_alloc_oob_right, kmalloc_uaf3,
+ * Left out (features odebug does not have yet): vmalloc_oob; and the cases
+ * of the tag-based modes, which the kernel skips in generic mode
+ * (page_alloc_oob_right, kmalloc_uaf3,
  * kasan_bitops_tags, vmalloc_helpers_tags, vmap_tags, vm_map_ram_tags,
  * match_all_*), and rust_uaf.
  */
@@ -564,6 +563,17 @@ static void kasan_atomics(struct kunit *test)
 
 /* ---- ksize ------------------------------------------------------------------------------------- */
 /* ksize() reports the slot's size but leaves the slack poisoned */
+/* kfree_sensitive twice: the second one's ksize() reports the freed object
+ * (kasan_check_byte, a read of 1), then its kfree the double free */
+static void kmalloc_double_kzfree(struct kunit *test)
+{
+	char *ptr = kmalloc(16, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, ptr);
+	kfree_sensitive(ptr);
+	KUNIT_EXPECT_KASAN_FAIL(test, kfree_sensitive(ptr));
+}
+
 static void ksize_unpoisons_memory(struct kunit *test)
 {
 	size_t len = 128 - KASAN_GRANULE_SIZE - 5, real;
@@ -832,6 +842,254 @@ static void kmem_cache_bulk(struct kunit *test)
 	kmem_cache_destroy(s);
 }
 
+/* ---- mempool ---------------------------------------------------------------------------------- *
+ * Each pool holds 4 elements and one is taken out at once: the cases' frees
+ * then go back into the reserve (mempool_free's add_element), where KASAN
+ * poisons them, rather than to the allocator. */
+#define MEMPOOL_TEST_SIZE 4
+
+static void *mempool_prepare_kmalloc(struct kunit *test, mempool_t *pool, size_t size)
+{
+	void *elem;
+
+	if (mempool_init_kmalloc_pool(pool, MEMPOOL_TEST_SIZE, size)) {
+		KUNIT_FAIL(test, "mempool_init_kmalloc_pool failed");
+		return NULL;
+	}
+	elem = mempool_alloc_preallocated(pool);
+	if (!elem) {
+		KUNIT_FAIL(test, "the reserve is empty");
+		mempool_exit(pool);
+	}
+	return elem;
+}
+
+static struct kmem_cache *mempool_prepare_slab(struct kunit *test, mempool_t *pool, size_t size,
+					       void **extra)
+{
+	struct kmem_cache *cache = kmem_cache_create("test_cache", size, 0, 0, NULL);
+
+	*extra = NULL;
+	if (!cache) {
+		KUNIT_FAIL(test, "kmem_cache_create failed");
+		return NULL;
+	}
+	if (mempool_init_slab_pool(pool, MEMPOOL_TEST_SIZE, cache)) {
+		KUNIT_FAIL(test, "mempool_init_slab_pool failed");
+		kmem_cache_destroy(cache);
+		return NULL;
+	}
+	*extra = mempool_alloc_preallocated(pool);
+	if (!*extra) {
+		KUNIT_FAIL(test, "the reserve is empty");
+		mempool_exit(pool);
+		kmem_cache_destroy(cache);
+		return NULL;
+	}
+	return cache;
+}
+
+static void *mempool_prepare_page(struct kunit *test, mempool_t *pool, unsigned int order)
+{
+	void *elem;
+
+	if (mempool_init_page_pool(pool, MEMPOOL_TEST_SIZE, order)) {
+		KUNIT_FAIL(test, "mempool_init_page_pool failed");
+		return NULL;
+	}
+	elem = mempool_alloc_preallocated(pool);
+	if (!elem) {
+		KUNIT_FAIL(test, "the reserve is empty");
+		mempool_exit(pool);
+	}
+	return elem;
+}
+
+static void mempool_finish(mempool_t *pool, void *extra, struct kmem_cache *cache)
+{
+	mempool_free(extra, pool);
+	mempool_exit(pool);
+	if (cache)
+		kmem_cache_destroy(cache);
+}
+
+/* the byte just past an element (generic KASAN is exact) */
+static void mempool_oob_right_helper(struct kunit *test, mempool_t *pool, size_t size)
+{
+	char *elem = mempool_alloc_preallocated(pool);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, elem);
+	OPTIMIZER_HIDE_VAR(elem);
+	KUNIT_EXPECT_KASAN_FAIL_TYPE(test, "slab-out-of-bounds", ((volatile char *)&elem[size])[0]);
+	mempool_free(elem, pool);
+}
+
+/* an element read after mempool_free put it back into the reserve */
+static void mempool_uaf_helper(struct kunit *test, mempool_t *pool, bool page, const char *type)
+{
+	char *elem = mempool_alloc_preallocated(pool), *ptr;
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, elem);
+	mempool_free(elem, pool);
+	ptr = page ? page_address((struct page *)elem) : elem;
+	KUNIT_EXPECT_KASAN_FAIL_TYPE(test, type, ((volatile char *)ptr)[0]);
+}
+
+static void mempool_double_free_helper(struct kunit *test, mempool_t *pool)
+{
+	char *elem = mempool_alloc_preallocated(pool);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, elem);
+	mempool_free(elem, pool);
+	KUNIT_EXPECT_KASAN_FAIL_TYPE(test, "double-free", mempool_free(elem, pool));
+}
+
+static void mempool_kmalloc_invalid_free_helper(struct kunit *test, mempool_t *pool)
+{
+	char *elem = mempool_alloc_preallocated(pool);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, elem);
+	KUNIT_EXPECT_KASAN_FAIL_TYPE(test, "invalid-free", mempool_free(elem + 1, pool));
+	mempool_free(elem, pool);
+}
+
+static void mempool_kmalloc_oob_right(struct kunit *test)
+{
+	size_t size = 128 - KASAN_GRANULE_SIZE - 5;
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, size);
+
+	if (!extra)
+		return;
+	mempool_oob_right_helper(test, &pool, size);
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_kmalloc_large_oob_right(struct kunit *test)
+{
+	size_t size = KMALLOC_MAX_CACHE_SIZE + 1;
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, size);
+
+	if (!extra)
+		return;
+	mempool_oob_right_helper(test, &pool, size);
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_slab_oob_right(struct kunit *test)
+{
+	size_t size = 123;
+	mempool_t pool;
+	void *extra;
+	struct kmem_cache *cache = mempool_prepare_slab(test, &pool, size, &extra);
+
+	if (!cache)
+		return;
+	mempool_oob_right_helper(test, &pool, size);
+	mempool_finish(&pool, extra, cache);
+}
+
+static void mempool_kmalloc_uaf(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, 128);
+
+	if (!extra)
+		return;
+	mempool_uaf_helper(test, &pool, false, "slab-use-after-free");
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_kmalloc_large_uaf(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, KMALLOC_MAX_CACHE_SIZE + 1);
+
+	if (!extra)
+		return;
+	mempool_uaf_helper(test, &pool, false, "use-after-free");
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_slab_uaf(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra;
+	struct kmem_cache *cache = mempool_prepare_slab(test, &pool, 123, &extra);
+
+	if (!cache)
+		return;
+	mempool_uaf_helper(test, &pool, false, "slab-use-after-free");
+	mempool_finish(&pool, extra, cache);
+}
+
+static void mempool_page_alloc_uaf(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_page(test, &pool, 2);
+
+	if (!extra)
+		return;
+	mempool_uaf_helper(test, &pool, true, "use-after-free");
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_kmalloc_double_free(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, 128);
+
+	if (!extra)
+		return;
+	mempool_double_free_helper(test, &pool);
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_kmalloc_large_double_free(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, KMALLOC_MAX_CACHE_SIZE + 1);
+
+	if (!extra)
+		return;
+	mempool_double_free_helper(test, &pool);
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_page_alloc_double_free(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_page(test, &pool, 2);
+
+	if (!extra)
+		return;
+	mempool_double_free_helper(test, &pool);
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_kmalloc_invalid_free(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, 128);
+
+	if (!extra)
+		return;
+	mempool_kmalloc_invalid_free_helper(test, &pool);
+	mempool_finish(&pool, extra, NULL);
+}
+
+static void mempool_kmalloc_large_invalid_free(struct kunit *test)
+{
+	mempool_t pool;
+	void *extra = mempool_prepare_kmalloc(test, &pool, KMALLOC_MAX_CACHE_SIZE + 1);
+
+	if (!extra)
+		return;
+	mempool_kmalloc_invalid_free_helper(test, &pool);
+	mempool_finish(&pool, extra, NULL);
+}
+
 /* ---- globals, stack, allocas ------------------------------------------------------------------- */
 static char global_array[10];
 
@@ -1068,6 +1326,7 @@ static const struct kunit_case kasan_cases[] = {
 	KUNIT_CASE(kmalloc_uaf),
 	KUNIT_CASE(kmalloc_uaf_memset),
 	KUNIT_CASE(kmalloc_uaf2),
+	KUNIT_CASE(kmalloc_double_kzfree),
 	KUNIT_CASE(ksize_unpoisons_memory),
 	KUNIT_CASE(ksize_uaf),
 	KUNIT_CASE(rcu_uaf),
@@ -1082,6 +1341,18 @@ static const struct kunit_case kasan_cases[] = {
 	KUNIT_CASE(kmem_cache_double_destroy),
 	KUNIT_CASE(kmem_cache_accounted),
 	KUNIT_CASE(kmem_cache_bulk),
+	KUNIT_CASE(mempool_kmalloc_oob_right),
+	KUNIT_CASE(mempool_kmalloc_large_oob_right),
+	KUNIT_CASE(mempool_slab_oob_right),
+	KUNIT_CASE(mempool_kmalloc_uaf),
+	KUNIT_CASE(mempool_kmalloc_large_uaf),
+	KUNIT_CASE(mempool_slab_uaf),
+	KUNIT_CASE(mempool_page_alloc_uaf),
+	KUNIT_CASE(mempool_kmalloc_double_free),
+	KUNIT_CASE(mempool_kmalloc_large_double_free),
+	KUNIT_CASE(mempool_page_alloc_double_free),
+	KUNIT_CASE(mempool_kmalloc_invalid_free),
+	KUNIT_CASE(mempool_kmalloc_large_invalid_free),
 	KUNIT_CASE(kasan_global_oob_right),
 	KUNIT_CASE(kasan_global_oob_left),
 	KUNIT_CASE(kasan_stack_oob),

@@ -150,6 +150,42 @@ NOINLINE int cc_kvmalloc_uaf(void)
 	return r + ((volatile int *)p)[1000];
 }
 
+/* a mempool element read after mempool_free put it back into the reserve
+ * (KASAN poisons it there); the page pool's element the same; nothing is
+ * reported inside kasan_disable_current() */
+NOINLINE int cc_mempool_uaf(void)
+{
+	mempool_t pool, *pages;
+	struct page *pg;
+	char *e;
+	int v;
+
+	if (mempool_init_kmalloc_pool(&pool, 2, 48))
+		return -1;
+	e = mempool_alloc_preallocated(&pool);
+	if (!e) {
+		mempool_exit(&pool);
+		return -1;
+	}
+	e[0] = 5;
+	mempool_free(e, &pool);
+	kasan_disable_current();
+	v = e[2];                       /* silent */
+	kasan_enable_current();
+	v += e[1];                      /* slab-use-after-free */
+	mempool_exit(&pool);
+	pages = mempool_create_page_pool(1, 0);
+	if (!pages)
+		return -1;
+	pg = mempool_alloc(pages, GFP_KERNEL);
+	if (pg) {
+		((char *)page_address(pg))[0] = 1;
+		mempool_free(pg, pages);   /* the reserve is full: back to the page allocator */
+	}
+	mempool_destroy(pages);
+	return v;
+}
+
 /* the byte at arena address a of kernel k, read through the host pointer */
 NOINLINE int cc_read_at(odb_kernel *k, odb_addr_t a)
 {

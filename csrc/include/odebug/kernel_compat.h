@@ -25,6 +25,14 @@
  *   alloc_pages / __free_pages / page_address / virt_to_page / virt_to_phys ...
  *                                    odb_alloc_pages / odb_free_pages (struct page
  *                                    pointers stand for page frames: never dereference)
+ *   kfree_sensitive(p)               odb_kfree_sensitive
+ *   mempool_t, mempool_create_*_pool, mempool_init_*_pool, mempool_alloc,
+ *   mempool_alloc_preallocated, mempool_free, mempool_resize,
+ *   mempool_destroy, mempool_exit    odb_mempool_* (mempool_t holds the pool; a page
+ *                                    pool's elements are struct page pointers)
+ *   kasan_poison / kasan_unpoison / kasan_unpoison_range, kasan_poison_pages /
+ *   kasan_unpoison_pages, kasan_mempool_(un)poison_object / _pages      odb_kasan_*
+ *   kasan_disable_current / kasan_enable_current     odb_kasan_disable_current / ...
  *   call_rcu / rcu_barrier / kfree_rcu  odb_call_rcu / odb_rcu_barrier / odb_kfree_rcu
  *   create_workqueue / queue_work / flush_workqueue / destroy_workqueue
  *                                    one odb_work per workqueue (the runtime's)
@@ -41,9 +49,11 @@
 #ifndef ODEBUG_KERNEL_COMPAT_H
 #define ODEBUG_KERNEL_COMPAT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <odebug/odebug.h>
@@ -87,6 +97,7 @@ typedef unsigned int gfp_t;
 #define __GFP_NOWARN   ODB_GFP_NOWARN
 #define __GFP_NOFAIL   ODB_GFP_NOFAIL
 #define __GFP_HIGHMEM  ODB_GFP_HIGHMEM
+#define __GFP_DIRECT_RECLAIM ODB_GFP_DIRECT_RECLAIM
 #define SLAB_CONSISTENCY_CHECKS ODB_SLAB_CONSISTENCY_CHECKS
 #define SLAB_RED_ZONE           ODB_SLAB_RED_ZONE
 #define SLAB_POISON             ODB_SLAB_POISON
@@ -171,6 +182,12 @@ static inline __attribute__((always_inline)) odb_addr_t odb_cc_addr(odb_kernel *
 	odb_addr_t a_ = 0;                                                     \
 	(k_ && odb_krealloc(k_, odb_cc_addr(k_, (p)), (size), (gfp), &a_) == ODB_OK) ? \
 		odb_cc_ptr(k_, a_) : (void *)0; })
+#define kfree_sensitive(p) do {                                                 \
+	odb_kernel *k_ = odb_cc_current();                                     \
+	const void *p_ = (p);                                                  \
+	if (k_ && p_)                                                          \
+		odb_kfree_sensitive(k_, odb_cc_addr(k_, p_));                  \
+} while (0)
 
 /* ---- vmalloc --------------------------------------------------------------------- */
 #define __vmalloc(size, gfp) ({                                                 \
@@ -325,6 +342,158 @@ static inline __attribute__((always_inline, unused)) void free_pages(unsigned lo
 	if (k_ && addr_)
 		odb_free_pages(k_, odb_cc_addr(k_, (const void *)(uintptr_t)addr_), order_);
 }
+
+/* ---- mempool (mm/mempool.c) ------------------------------------------------------- *
+ * mempool_t holds the kernel's pool, so that it can be embedded and set up
+ * with mempool_init_*_pool (and mempool_exit), as well as created.  A page
+ * pool's elements are struct page pointers, as the kernel's. */
+typedef struct odb_cc_mempool { odb_mempool *pool; odb_kernel *k; int kind; } mempool_t;
+
+static inline __attribute__((always_inline, unused)) int
+odb_cc_mempool_init(mempool_t *m_, int kind_, int min_nr_, size_t arg_, struct kmem_cache *s_)
+{
+	odb_kernel *k_ = odb_cc_current();
+	int r_;
+
+	m_->pool = NULL;
+	m_->k = k_;
+	m_->kind = kind_;
+	if (!k_)
+		return -ENOMEM;
+	r_ = kind_ == ODB_MEMPOOL_KMALLOC ? odb_mempool_create_kmalloc_pool(k_, min_nr_, arg_, &m_->pool) :
+	     kind_ == ODB_MEMPOOL_SLAB ? odb_mempool_create_slab_pool(k_, min_nr_, s_, &m_->pool) :
+	     odb_mempool_create_page_pool(k_, min_nr_, (unsigned int)arg_, &m_->pool);
+	return r_ == ODB_OK ? 0 : r_ == ODB_ENOMEM ? -ENOMEM : -EINVAL;
+}
+static inline __attribute__((always_inline, unused)) mempool_t *
+odb_cc_mempool_create(int kind_, int min_nr_, size_t arg_, struct kmem_cache *s_)
+{
+	mempool_t *m_ = (mempool_t *)malloc(sizeof(*m_));
+
+	if (m_ && odb_cc_mempool_init(m_, kind_, min_nr_, arg_, s_)) {
+		free(m_);
+		m_ = NULL;
+	}
+	return m_;
+}
+#define mempool_init_kmalloc_pool(m, min_nr, size) \
+	odb_cc_mempool_init((m), ODB_MEMPOOL_KMALLOC, (min_nr), (size), NULL)
+#define mempool_init_slab_pool(m, min_nr, cache) \
+	odb_cc_mempool_init((m), ODB_MEMPOOL_SLAB, (min_nr), 0, (cache))
+#define mempool_init_page_pool(m, min_nr, order) \
+	odb_cc_mempool_init((m), ODB_MEMPOOL_PAGE, (min_nr), (order), NULL)
+#define mempool_create_kmalloc_pool(min_nr, size) \
+	odb_cc_mempool_create(ODB_MEMPOOL_KMALLOC, (min_nr), (size), NULL)
+#define mempool_create_slab_pool(min_nr, cache) \
+	odb_cc_mempool_create(ODB_MEMPOOL_SLAB, (min_nr), 0, (cache))
+#define mempool_create_page_pool(min_nr, order) \
+	odb_cc_mempool_create(ODB_MEMPOOL_PAGE, (min_nr), (order), NULL)
+/* an element as the kernel's code sees it (a page pool's: its struct page) */
+static inline __attribute__((always_inline, unused)) void *odb_cc_mempool_elem(mempool_t *m_, odb_addr_t a_)
+{
+	if (m_->kind == ODB_MEMPOOL_PAGE)
+		return (void *)pfn_to_page((a_ - ODB_PAGE_OFFSET) >> PAGE_SHIFT);
+	return odb_cc_ptr(m_->k, a_);
+}
+static inline __attribute__((always_inline, unused)) void *mempool_alloc(mempool_t *m_, gfp_t gfp_)
+{
+	odb_addr_t a_ = 0;
+
+	return (m_ && m_->k && odb_mempool_alloc(m_->k, m_->pool, gfp_, &a_) == ODB_OK) ?
+		odb_cc_mempool_elem(m_, a_) : NULL;
+}
+static inline __attribute__((always_inline, unused)) void *mempool_alloc_preallocated(mempool_t *m_)
+{
+	odb_addr_t a_ = 0;
+
+	return (m_ && m_->k && odb_mempool_alloc_preallocated(m_->k, m_->pool, &a_) == ODB_OK) ?
+		odb_cc_mempool_elem(m_, a_) : NULL;
+}
+static inline __attribute__((always_inline, unused)) void mempool_free(void *element_, mempool_t *m_)
+{
+	odb_addr_t a_;
+
+	if (!m_ || !m_->k || !element_)
+		return;
+	a_ = m_->kind == ODB_MEMPOOL_PAGE ?
+		page_to_phys((struct page *)element_) + ODB_PAGE_OFFSET : odb_cc_addr(m_->k, element_);
+	odb_mempool_free(m_->k, m_->pool, a_);
+}
+static inline __attribute__((always_inline, unused)) int mempool_resize(mempool_t *m_, int new_min_nr_)
+{
+	int r_ = m_ && m_->k ? odb_mempool_resize(m_->k, m_->pool, new_min_nr_) : ODB_EINVAL;
+
+	return r_ == ODB_OK ? 0 : r_ == ODB_ENOMEM ? -ENOMEM : -EINVAL;
+}
+static inline __attribute__((always_inline, unused)) bool mempool_initialized(mempool_t *m_)
+{
+	return m_->pool != NULL;
+}
+static inline __attribute__((always_inline, unused)) void mempool_exit(mempool_t *m_)
+{
+	if (m_->k && m_->pool)
+		odb_mempool_destroy(m_->k, m_->pool);
+	m_->pool = NULL;
+}
+static inline __attribute__((always_inline, unused)) void mempool_destroy(mempool_t *m_)
+{
+	if (!m_)
+		return;
+	mempool_exit(m_);
+	free(m_);
+}
+
+/* ---- KASAN's own API (include/linux/kasan.h, mm/kasan/kasan.h) ------------------------ */
+/* mm/kasan/kasan.h's shadow values, for kasan_poison() (its KASAN_GRANULE_SIZE
+ * is left to the user's code, as kasan_test_c.c defines what it needs) */
+#ifndef KASAN_PAGE_FREE
+#define KASAN_PAGE_FREE       0xFF
+#define KASAN_PAGE_REDZONE    0xFE
+#define KASAN_SLAB_REDZONE    0xFC
+#define KASAN_SLAB_FREE       0xFB
+#define KASAN_SLAB_FREE_META  0xFA
+#define KASAN_GLOBAL_REDZONE  0xF9
+#define KASAN_VMALLOC_INVALID 0xF8
+#endif
+#define odb_cc_kasan_(call) do {                                                \
+	odb_kernel *k_ = odb_cc_current();                                     \
+	if (k_)                                                                \
+		call;                                                          \
+} while (0)
+#define kasan_poison(addr, size, value, init) \
+	odb_cc_kasan_(odb_kasan_poison(k_, odb_cc_addr(k_, (addr)), (size), (value)))
+#define kasan_unpoison(addr, size, init) \
+	odb_cc_kasan_(odb_kasan_unpoison(k_, odb_cc_addr(k_, (addr)), (size)))
+#define kasan_unpoison_range(addr, size) kasan_unpoison((addr), (size), false)
+#define kasan_poison_pages(pg, order, init) \
+	odb_cc_kasan_(odb_kasan_poison_pages(k_, page_to_phys(pg) + ODB_PAGE_OFFSET, (order)))
+#define kasan_unpoison_pages(pg, order, init) \
+	odb_cc_kasan_(odb_kasan_unpoison_pages(k_, page_to_phys(pg) + ODB_PAGE_OFFSET, (order)))
+static inline __attribute__((always_inline, unused)) bool kasan_mempool_poison_object(void *ptr_)
+{
+	odb_kernel *k_ = odb_cc_current();
+	bool reuse_ = true;
+
+	if (k_)
+		odb_kasan_mempool_poison_object(k_, odb_cc_addr(k_, ptr_), &reuse_);
+	return reuse_;
+}
+#define kasan_mempool_unpoison_object(ptr, size) \
+	odb_cc_kasan_(odb_kasan_mempool_unpoison_object(k_, odb_cc_addr(k_, (ptr)), (size)))
+static inline __attribute__((always_inline, unused)) bool
+kasan_mempool_poison_pages(struct page *pg_, unsigned int order_)
+{
+	odb_kernel *k_ = odb_cc_current();
+	bool reuse_ = true;
+
+	if (k_)
+		odb_kasan_mempool_poison_pages(k_, page_to_phys(pg_) + ODB_PAGE_OFFSET, order_, &reuse_);
+	return reuse_;
+}
+#define kasan_mempool_unpoison_pages(pg, order) \
+	odb_cc_kasan_(odb_kasan_mempool_unpoison_pages(k_, page_to_phys(pg) + ODB_PAGE_OFFSET, (order)))
+#define kasan_disable_current() odb_cc_kasan_(odb_kasan_disable_current(k_))
+#define kasan_enable_current()  odb_cc_kasan_(odb_kasan_enable_current(k_))
 
 /* ---- RCU ----------------------------------------------------------------------------- */
 /* The kernel's callback_head.  odebug never reads it; call_rcu writes it,

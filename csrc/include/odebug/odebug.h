@@ -304,7 +304,9 @@ ODB_API uint64_t odb_sched_trace_hash(odb_kernel *k);
 ODB_API int odb_sched_site_info(odb_kernel *k, uint32_t site, const char **what, const char **file,
 				unsigned int *line, unsigned int *kind);
 /* Hooks around every wait of a thread in the scheduler (a binding releases
- * its interpreter lock in before and takes it back in after). */
+ * its interpreter lock in before and takes it back in after), and around the
+ * waits of any kernel's callers that block outside the scheduler (a blocking
+ * odb_mempool_alloc waiting for an element).  Set them before any such call. */
 ODB_API void odb_sched_set_hooks(odb_kernel *k, void (*before)(void *ctx, void **cookie),
 				 void (*after)(void *ctx, void *cookie), void *ctx);
 
@@ -555,7 +557,18 @@ ODB_API int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, cons
 /* kmalloc(0) gives ODB_ZERO_SIZE_PTR; > 8192 bytes comes from the page allocator. */
 ODB_API int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
 ODB_API int odb_kfree(odb_kernel *k, odb_addr_t x);
+/* ksize: the usable size (0 for NULL/ZERO_SIZE_PTR, for a bad pointer after
+ * KASAN's kasan_check_byte() report, and for anything but the start of a
+ * large kmalloc outside the slab).  As the kernel's __ksize, it lifts the
+ * slub_debug=ZU kmalloc redzone check off the object's slack
+ * (skip_orig_size_check): the caller may use all of it. */
 ODB_API int odb_ksize(odb_kernel *k, odb_addr_t x, size_t *out);
+/* kfree_sensitive (mm/slab_common.c): ksize() -- a freed object is reported
+ * there (slab-use-after-free, Read of size 1) and gives 0 --, the usable bytes
+ * unpoisoned and zeroed, then kfree() (which reports the double free).  A
+ * pointer inside a slab object is not zeroed (odebug: the kernel would zero
+ * ksize() bytes from it, past the object); kfree reports it. */
+ODB_API int odb_kfree_sensitive(odb_kernel *k, odb_addr_t x);
 /* kfree_rcu: freed after a grace period (one jiffy of the kernel's clock).
  * As kvfree_call_rcu, records the caller's stack in the object's KASAN alloc
  * meta: a later report on it prints "Last potentially related work creation". */
@@ -621,6 +634,72 @@ ODB_API char *odb_slabinfo_text(odb_kernel *k);
 /* Which cache and object an address belongs to: ODB_OK with the cache and
  * the object start, ODB_ENOENT if not a slab address. */
 ODB_API int odb_slab_object(odb_kernel *k, odb_addr_t a, odb_cache **s, odb_addr_t *object);
+
+/* ---- memory pools (mm/mempool.c) ----------------------------------------------
+ * A pool keeps min_nr preallocated elements in reserve for when its
+ * allocator fails: kmalloc of size bytes, objects of a slab cache, or blocks
+ * of 2^order pages (an element is then the first page's address).
+ *
+ * odb_mempool_alloc tries the allocator without direct reclaim first, then
+ * takes an element from the reserve (unpoisoned, with a new alloc track, as
+ * kasan_unpoison_element does), then the allocator with gfp; then, without
+ * ODB_GFP_DIRECT_RECLAIM, ODB_ENOMEM; with it, it waits for an element given
+ * back (odb_mempool_free from another thread; every 5 s of host time it
+ * tries the allocator again, as the kernel's io_schedule_timeout(5*HZ)
+ * does), interruptible through the poll hook (ODB_EINTR); a task of the
+ * controlled scheduler waits as one (nobody to give an element back: the
+ * run ends in a deadlock report).  __GFP_ZERO is refused (ODB_EINVAL), as the
+ * kernel warns.
+ *
+ * odb_mempool_free puts the element into the reserve while it holds fewer
+ * than min_nr, else gives it back to the allocator.  Into the reserve, KASAN
+ * poisons it as a free would (kasan_mempool_poison_object / _pages): a later
+ * access is a use-after-free report (slab-use-after-free; use-after-free for
+ * a large kmalloc or pages), and a double free (an element already in the
+ * reserve, or freed) or an invalid free (not an object start) is reported
+ * and the element is not kept, as in the kernel (ODB_OK returned).  An
+ * address outside the arena is ODB_EINVAL; for a page pool, so is a block
+ * that is a slab page or of another order (the kernel would corrupt its page
+ * allocator).  The pool and its element array are host memory: no slab
+ * traffic.  A destroyed pool stays valid memory until the kernel goes: any
+ * later call on it is ODB_ESTATE; a slab pool whose cache was destroyed
+ * likewise.  Calls on one pool may come from any thread. */
+typedef struct mempool odb_mempool;
+enum odb_mempool_kind { ODB_MEMPOOL_KMALLOC = 0, ODB_MEMPOOL_SLAB = 1, ODB_MEMPOOL_PAGE = 2 };
+/* mempool_create_kmalloc_pool / _slab_pool / _page_pool: min_nr 0..2^20
+ * elements preallocated with GFP_KERNEL (ODB_ENOMEM, nothing left, if one
+ * cannot be); size 1..KMALLOC_MAX_SIZE; a cache of this kernel without a
+ * constructor; order 0..ODB_MAX_ORDER.  Otherwise ODB_EINVAL. */
+ODB_API int odb_mempool_create_kmalloc_pool(odb_kernel *k, int min_nr, size_t size,
+					    odb_mempool **out);
+ODB_API int odb_mempool_create_slab_pool(odb_kernel *k, int min_nr, odb_cache *s,
+					 odb_mempool **out);
+ODB_API int odb_mempool_create_page_pool(odb_kernel *k, int min_nr, unsigned int order,
+					 odb_mempool **out);
+/* mempool_alloc: *out the element; ODB_ENOMEM when none (see above). */
+ODB_API int odb_mempool_alloc(odb_kernel *k, odb_mempool *pool, unsigned int gfp, odb_addr_t *out);
+/* mempool_alloc_preallocated: an element of the reserve only; ODB_ENOMEM if empty. */
+ODB_API int odb_mempool_alloc_preallocated(odb_kernel *k, odb_mempool *pool, odb_addr_t *out);
+/* mempool_free (element 0: nothing). */
+ODB_API int odb_mempool_free(odb_kernel *k, odb_mempool *pool, odb_addr_t element);
+/* mempool_resize: new_min_nr 1..2^20; shrinking gives the reserve's extra
+ * elements back, growing refills as far as GFP_KERNEL allocations go
+ * (ODB_OK even when they fail, as the kernel's). */
+ODB_API int odb_mempool_resize(odb_kernel *k, odb_mempool *pool, int new_min_nr);
+/* mempool_destroy: the reserve back to its allocator (NULL: nothing). */
+ODB_API int odb_mempool_destroy(odb_kernel *k, odb_mempool *pool);
+struct odb_mempool_info {
+	int kind;                     /* enum odb_mempool_kind */
+	int min_nr, curr_nr;          /* guaranteed elements, elements in reserve now */
+	size_t size;                  /* kmalloc size, or the cache's object size */
+	unsigned int order;           /* page pool */
+	odb_cache *cache;             /* slab pool */
+	bool destroyed;
+};
+ODB_API int odb_mempool_info(odb_kernel *k, odb_mempool *pool, struct odb_mempool_info *out);
+/* The reserve's elements (up to max into out); *n gets how many there are. */
+ODB_API int odb_mempool_elements(odb_kernel *k, odb_mempool *pool, odb_addr_t *out, size_t max,
+				 size_t *n);
 
 /* ---- scenario drivers (csrc/scenarios/, pthreads bound to vCPUs) ------------- */
 struct odb_hackbench_cfg {
@@ -752,6 +831,51 @@ ODB_API int odb_kasan_counters(odb_kernel *k, struct odb_kasan_counters *out);
  * access is reported; off, only the first since boot (the "reported" bit is
  * never re-armed, as in the kernel).  *old (may be NULL): the previous value. */
 ODB_API int odb_kasan_set_multi_shot(odb_kernel *k, bool on, bool *old);
+
+/* The shadow primitives (mm/kasan/shadow.c, generic mode).  Shadow values:
+ * 0 all 8 bytes accessible, 1..7 that many, the KASAN_* poison values
+ * otherwise (0xFF page free, 0xFE page redzone, 0xFC slab redzone, 0xFB slab
+ * free, 0xFA slab free with meta, 0xF9 global redzone, ...).  With kasan=off
+ * they do nothing (after the argument checks).
+ * kasan_poison: addr granule-aligned, size a multiple of 8 (ODB_EINVAL:
+ * the kernel WARNs and does nothing); every granule gets value.
+ * kasan_unpoison: addr granule-aligned; size any: the granules covering it
+ * become accessible, a last partial granule says how many of its bytes are.
+ * Ranges outside the arena: ODB_EFAULT; size 0: nothing. */
+ODB_API int odb_kasan_poison(odb_kernel *k, odb_addr_t addr, size_t size, uint8_t value);
+ODB_API int odb_kasan_unpoison(odb_kernel *k, odb_addr_t addr, size_t size);
+/* kasan_poison_pages (KASAN_PAGE_FREE) / kasan_unpoison_pages of the
+ * 2^order pages at addr (page-aligned, ODB_EINVAL; order <= ODB_MAX_ORDER). */
+ODB_API int odb_kasan_poison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
+ODB_API int odb_kasan_unpoison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
+/* kasan_mempool_poison_object: poison a slab object or a large kmalloc as
+ * its free would, without freeing it (mempool keeps it).  *reuse: true if
+ * the object may be kept; false after a KASAN report, not poisoned: an
+ * invalid-free (not an object start / not a block's start) or a double-free
+ * (already freed or poisoned).  With kasan=off *reuse is true.  ODB_EFAULT
+ * outside the arena. */
+ODB_API int odb_kasan_mempool_poison_object(odb_kernel *k, odb_addr_t addr, bool *reuse);
+/* kasan_mempool_unpoison_object: accessible again as an allocation of size
+ * bytes (kmalloc redzone after it for a kmalloc cache; page redzone for a
+ * large kmalloc), with a new alloc track.  addr must be an object start (or
+ * an allocated page block's start) and size fit it, else ODB_EINVAL (the
+ * kernel trusts its caller). */
+ODB_API int odb_kasan_mempool_unpoison_object(odb_kernel *k, odb_addr_t addr, size_t size);
+/* kasan_mempool_poison_pages / _unpoison_pages: the same for 2^order pages
+ * (a double or invalid free is reported, *reuse false). */
+ODB_API int odb_kasan_mempool_poison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order,
+					   bool *reuse);
+ODB_API int odb_kasan_mempool_unpoison_pages(odb_kernel *k, odb_addr_t addr, unsigned int order);
+/* kasan_disable_current / kasan_enable_current: the calling thread's depth
+ * in k (current->kasan_depth).  While it is > 0 the thread's bad accesses are
+ * not reported nor counted, and they are performed, as in the kernel
+ * (odb_kasan_memset/memcpy/memmove too, keeping the allocators' metadata
+ * inside slab slots, as odb_kasan_write does); invalid and double frees are
+ * still reported (mm/kasan/report.c exempts them).  enable without a
+ * matching disable: ODB_ESTATE.  odb_kasan_current_depth reads the depth. */
+ODB_API int odb_kasan_disable_current(odb_kernel *k);
+ODB_API int odb_kasan_enable_current(odb_kernel *k);
+ODB_API int odb_kasan_current_depth(odb_kernel *k, unsigned int *depth);
 
 /* The quarantine's sizing for a machine, without a kernel: totalram / 32 minus
  * 1 MiB per online CPU (clamped at 0), batches = max(1024, 4 * CONFIG_NR_CPUS),
