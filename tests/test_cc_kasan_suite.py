@@ -137,6 +137,7 @@ EXPECTED = {
     # the one read); each on the whole long at +8 of a 9-byte object
     "kasan_bitops_generic": [W(SOOB, 8)] * 15 + [R(SOOB, 8)],
     "kasan_atomics": ATOMICS,
+    "vmalloc_oob": [R("vmalloc-out-of-bounds", 1)] * 2,
     "copy_to_kernel_nofault_oob": [R(SOOB, 128), W(SOOB, 128)],
     "copy_user_test_oob": [W(SOOB, 121), R(SOOB, 121)] * 3 + [W(SOOB, 121)],
 }
@@ -215,7 +216,7 @@ def test_kasan_case(suite, case):
 def test_the_suite_lists_every_case_with_an_expectation(suite):
     assert suite.names() == CASES
     assert sorted(EXPECTED) == sorted(CASES)
-    assert len(CASES) == 65          # 52 + kmalloc_double_kzfree and the 12 mempool cases
+    assert len(CASES) == 66          # 52 + kmalloc_double_kzfree and the 12 mempool cases
 
 
 @pytest.mark.parametrize("case,cmdline", [("kmem_cache_rcu_uaf", "odebug.slub_rcu_debug=off"),

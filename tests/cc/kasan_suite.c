@@ -9,8 +9,8 @@
  * kernel's does through kernel_compat.h's kernel-named calls; the Python side
  * then checks the exact bug type, size and direction of every report.
  *
- * Left out (features odebug does not have yet): vmalloc_oob; and the cases
- * of the tag-based modes, which the kernel skips in generic mode
+ * Left out: the cases of the tag-based modes, which the kernel skips in
+ * generic mode
  * (page_alloc_oob_right, kmalloc_uaf3,
  * kasan_bitops_tags, vmalloc_helpers_tags, vmap_tags, vm_map_ram_tags,
  * match_all_*), and rust_uaf.
@@ -1241,6 +1241,20 @@ static void kasan_bitops_generic(struct kunit *test)
 
 /* ---- copies ------------------------------------------------------------------------------------- */
 /* 128 bytes to and from a 120-byte object (the other side a stack buffer) */
+/* generic KASAN with CONFIG_KASAN_VMALLOC: an area's bytes past its size, in
+ * the partial last granule and in the next one, are vmalloc-out-of-bounds */
+static void vmalloc_oob(struct kunit *test)
+{
+	size_t size = PAGE_SIZE / 2 - KASAN_GRANULE_SIZE - 5;
+	char *v = vmalloc(size);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, v);
+	memset(v, 0, size);
+	KUNIT_EXPECT_KASAN_FAIL_TYPE(test, "vmalloc-out-of-bounds", ((volatile char *)v)[size]);
+	KUNIT_EXPECT_KASAN_FAIL_TYPE(test, "vmalloc-out-of-bounds", ((volatile char *)v)[size + 5]);
+	vfree(v);
+}
+
 static void copy_to_kernel_nofault_oob(struct kunit *test)
 {
 	char stack_buf[128];
@@ -1363,6 +1377,7 @@ static const struct kunit_case kasan_cases[] = {
 	KUNIT_CASE(kasan_strings),
 	KUNIT_CASE(kasan_bitops_generic),
 	KUNIT_CASE(kasan_atomics),
+	KUNIT_CASE(vmalloc_oob),
 	KUNIT_CASE(copy_to_kernel_nofault_oob),
 	KUNIT_CASE(copy_user_test_oob),
 };
