@@ -586,3 +586,37 @@ def test_a_vfree_racing_readers_reports_never_crashes():
             del raw
         assert k.nr_vmalloc_pages == 0
         assert {r.kind for r in k.reports} <= {"vmalloc-out-of-bounds"}
+
+
+def test_a_forked_child_cannot_touch_its_parents_kernel():
+    # RAM is shared with vmalloc space's aliases, so with a fork()ed child too:
+    # in the child an inherited kernel is closed, and tearing it down there
+    # touches nothing of the parent's
+    import gc
+    with odebug.Kernel(ram="16M") as k:
+        p = k.kmalloc(64)
+        k.write(p, b"parent" * 10)
+        q = k.kmalloc(64)
+        k.kfree(q)                        # in the quarantine: a child's teardown would free it
+        pid = os.fork()
+        if pid == 0:                      # the child
+            code = 1
+            try:
+                try:
+                    k.write(p, b"child!" * 10)
+                except odebug.ClosedError:
+                    try:
+                        k.kmalloc(64)
+                    except odebug.ClosedError:
+                        code = 0
+                del k
+                gc.collect()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert k.read(p, 60) == b"parent" * 10
+        k.read(q, 1)                      # still quarantined: a use-after-free report
+        assert [r.kind for r in k.reports] == ["slab-use-after-free"]
+        k.kfree(p)
+        assert k.kasan.quarantine.stats()["put_calls"] == 2

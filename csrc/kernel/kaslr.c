@@ -46,6 +46,43 @@
 
 static pthread_mutex_t kaslr_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list_head kaslr_live = LIST_HEAD_INIT(kaslr_live);   /* under kaslr_lock */
+/* Every kernel from its layout to its destroy (closed ones too), for fork():
+ * under kaslr_lock as well. */
+static struct list_head kernels_alive = LIST_HEAD_INIT(kernels_alive);
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * fork().  RAM is a shared mapping (vmalloc space aliases its pages), so a
+ * forked child sees the very memory its parent's kernels live in: if the
+ * child went on using an inherited kernel, or merely tore one down (its
+ * exit paths free quarantined objects, write freelists), it would corrupt the
+ * parent's kernel behind its back.  In the child every inherited kernel is
+ * therefore closed (each call: ODB_ECLOSED) and marked forked, so that its
+ * destroy only unmaps the child's view of its memory, touching nothing.
+ * The registry lock is held across fork (prepare / parent / child), so the
+ * child walks a consistent list.  A kernel belongs to the process that
+ * booted it (deliberate deviation from the private mapping's copy-on-write,
+ * with which a child used to get a copy of the kernel).
+ */
+static void atfork_prepare(void) { pthread_mutex_lock(&kaslr_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&kaslr_lock); }
+static void atfork_child(void)
+{
+	struct list_head *pos;
+
+	for (pos = kernels_alive.next; pos != &kernels_alive; pos = pos->next) {
+		struct odb_kernel *o = list_entry(pos, struct odb_kernel, alive_node);
+
+		o->forked = true;
+		atomic_store(&o->closed, true);
+	}
+	pthread_mutex_unlock(&kaslr_lock);
+}
+
+static void install_atfork(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
 
 /* A bijection of 64-bit values with mix(0) == 0 (xor-shift / multiply rounds). */
 static uint64_t kaslr_mix(uint64_t x)
@@ -104,6 +141,7 @@ int kernel_randomize_memory(struct odb_kernel *k, char *errbuf, size_t errlen)
 	uint64_t seed = k->nokaslr ? 0 : k->seed;
 	int ret = 0;
 
+	pthread_once(&atfork_once, install_atfork);
 	pthread_mutex_lock(&kaslr_lock);
 	if (!pick_slot(kaslr_mix(seed), ODB_PAGE_OFFSET, DIRECT_MAP_SIZE, k->ram_bytes, false,
 		       &k->page_offset_base)) {
@@ -117,6 +155,8 @@ int kernel_randomize_memory(struct odb_kernel *k, char *errbuf, size_t errlen)
 	} else {
 		list_add_tail(&k->kaslr_node, &kaslr_live);
 		k->kaslr_live = true;
+		list_add_tail(&k->alive_node, &kernels_alive);
+		k->alive = true;
 	}
 	pthread_mutex_unlock(&kaslr_lock);
 	return ret;
@@ -128,6 +168,20 @@ void kaslr_release(struct odb_kernel *k)
 	if (k->kaslr_live) {
 		list_del(&k->kaslr_node);
 		k->kaslr_live = false;
+	}
+	pthread_mutex_unlock(&kaslr_lock);
+}
+
+void kaslr_forget(struct odb_kernel *k)
+{
+	pthread_mutex_lock(&kaslr_lock);
+	if (k->kaslr_live) {
+		list_del(&k->kaslr_node);
+		k->kaslr_live = false;
+	}
+	if (k->alive) {
+		list_del(&k->alive_node);
+		k->alive = false;
 	}
 	pthread_mutex_unlock(&kaslr_lock);
 }

@@ -1025,9 +1025,19 @@ void odb_kernel_destroy(odb_kernel *k)
 
 	if (!k)
 		return;
+	if (k->forked) {
+		/* an inherited kernel in a fork()ed child (kernel/kaslr.c): its memory
+		 * is shared with the parent's live kernel, its worker and locks the
+		 * parent's: unmap the child's view, touch nothing else */
+		kaslr_forget(k);
+		kasan_release_shadow(k);
+		vmalloc_release_window(k);
+		odb_mem_exit(k);
+		return;
+	}
 	run_destroy_hooks(k);
 	atomic_store(&k->closed, true);
-	kaslr_release(k);
+	kaslr_forget(k);
 	if (unlikely(odb_sched_on(k)) && odb_sched_wedged(k)) {
 		/* Tasks of a controlled run that ended in a deadlock or a stall still
 		 * wait inside k, holding its locks: give back the simulated memory

@@ -816,6 +816,9 @@ struct odb_kernel {
 	bool nokaslr;                     /* nokaslr on the command line */
 	bool kaslr_live;                  /* in the registry of live layouts (under its lock) */
 	struct list_head kaslr_node;      /* the registry's list */
+	bool alive;                       /* in the list of undestroyed kernels (fork) */
+	struct list_head alive_node;
+	bool forked;                      /* inherited by a fork()ed child: closed, never torn down */
 	struct vmap_state *vmap;          /* kernel/vmalloc.c */
 
 	/* memory */
@@ -1111,6 +1114,8 @@ int odb_next_pid(struct odb_kernel *k);
  * registry (odb_kernel_close / destroy; idempotent). */
 int kernel_randomize_memory(struct odb_kernel *k, char *errbuf, size_t errlen);
 void kaslr_release(struct odb_kernel *k);
+/* destroy: leave both registries (the layouts and the kernels a fork closes) */
+void kaslr_forget(struct odb_kernel *k);
 int kaslr_param_nokaslr(struct odb_kernel *k, const char *val);
 void kaslr_param_nokaslr_show(struct odb_kernel *k, char *buf, size_t len);
 /* vmalloc_init: the vmalloc region's host window (after the layout);
