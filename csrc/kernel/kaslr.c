@@ -74,6 +74,7 @@ static void atfork_child(void)
 		struct odb_kernel *o = list_entry(pos, struct odb_kernel, alive_node);
 
 		o->forked = true;
+		atomic_store(&o->api_fast, false);
 		atomic_store(&o->closed, true);
 	}
 	pthread_mutex_unlock(&kaslr_lock);

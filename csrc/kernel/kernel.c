@@ -887,6 +887,7 @@ int odb_kernel_create(const struct odb_config *cfg, odb_kernel **out,
 	ret = odb_rooms_init(k, eb, sizeof(eb));
 	if (ret)
 		goto fail;
+	atomic_store(&k->api_fast, !k->sched_controlled);
 	*out = k;
 	return ODB_OK;
 fail:
@@ -942,6 +943,7 @@ bool odb_kernel_closed(odb_kernel *k) { return atomic_load(&k->closed); }
 
 void odb_kernel_close(odb_kernel *k)
 {
+	atomic_store(&k->api_fast, false);
 	if (atomic_exchange(&k->closed, true))
 		return;
 	kaslr_release(k);   /* its addresses may be another kernel's from now on */
@@ -1036,6 +1038,7 @@ void odb_kernel_destroy(odb_kernel *k)
 		return;
 	}
 	run_destroy_hooks(k);
+	atomic_store(&k->api_fast, false);
 	atomic_store(&k->closed, true);
 	kaslr_forget(k);
 	if (unlikely(odb_sched_on(k)) && odb_sched_wedged(k)) {

@@ -777,6 +777,7 @@ struct odb_kernel {
 	uint64_t cmdline_env_probes;      /* hash slots the boot's env list looked at (tests) */
 	bool panic_on_warn;
 	atomic_bool closed;
+	atomic_bool api_fast;             /* not closed, no controlled scheduler: API fast paths */
 	_Atomic unsigned long taint;      /* TAINT_* bits */
 
 	/* tasks */

@@ -249,7 +249,7 @@ int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_ad
 	LEAVE(ODB_OK);
 }
 
-int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
+int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 {
 	void *p;
 	ENTER(k);
@@ -269,7 +269,7 @@ int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 	LEAVE(ODB_OK);
 }
 
-int odb_kfree(odb_kernel *k, odb_addr_t x)
+int __odb_kfree(odb_kernel *k, odb_addr_t x)
 {
 	void *p;
 	int r = 0;

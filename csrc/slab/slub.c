@@ -1661,6 +1661,76 @@ odb_addr_t kvmalloc_node(struct odb_kernel *k, size_t size, gfp_t flags, unsigne
 	return __vmalloc_node_range(k, size, flags, VM_ALLOW_HUGE_VMAP, caller);
 }
 
+/*
+ * The public API's fast paths (issue 16): odb_kmalloc() / odb_kfree() whose
+ * whole work is the per-vCPU freelist's pop or push on a cache no hook acts
+ * on (s->fastpath: no debug flag, T, KASAN or SLUB_RCU_DEBUG; the free also
+ * without debug_check_no_obj_freed and never of a debug_objects_cache
+ * tracker), by a thread whose task slot knows it, on a kernel that is not
+ * closed and runs no controlled scheduler (k->api_fast).  They leave out
+ * odb_enter()/odb_leave()'s bookkeeping because nothing it guards can happen
+ * there: no report (no check runs), no deferred callback, no error (a
+ * successful call keeps the calling thread's message of its last failed
+ * call, as odb_strerror() documents).  Any other case -- and a busy vCPU,
+ * an empty freelist, an object of another vCPU's slab -- tail-calls the full
+ * path (slab_api.c), which does everything.
+ */
+SLAB_FAST_ENTRY
+int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
+{
+	struct kmem_cache *s;
+	void *object;
+
+	if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE) &&
+	    likely(atomic_load_explicit(&k->api_fast, memory_order_relaxed))) {
+		s = slab_state(k)->kmalloc_caches[kmalloc_index(size)];
+		if (likely(slab_alloc_fast(s, gfp, &object))) {
+			if (unlikely(gfp & __GFP_ZERO))
+				memset(object, 0, s->object_size);
+			*out = host_to_virt(k, object);
+			return ODB_OK;
+		}
+	}
+	return __odb_kmalloc(k, size, gfp, out);
+}
+
+SLAB_FAST_ENTRY
+int odb_kfree(odb_kernel *k, odb_addr_t x)
+{
+	uint64_t off = x - k->page_offset_base;   /* below the base: wraps, rejected */
+	struct kmem_cache_cpu *c;
+	struct odb_irq_fast f;
+	struct kmem_cache *s;
+	struct slab *sl;
+	void *object;
+
+	if (unlikely(off >= k->ram_bytes) ||
+	    unlikely(!atomic_load_explicit(&k->api_fast, memory_order_relaxed)))
+		goto full;
+	object = k->ram + off;
+	sl = virt_to_slab(k, object);
+	if (unlikely(!sl))
+		goto full;
+	s = sl->slab_cache;
+	if (unlikely(!s->api_fastfree) || unlikely(!check_valid_pointer(s, sl, object)))
+		goto full;
+	if (unlikely(!slab_fast_irq_save(k, &f)))
+		goto full;
+	c = &s->cpu_slab[f.cpu];
+	if (unlikely(sl != c->slab)) {
+		odb_irq_fast_restore(&f);
+		goto full;
+	}
+	set_freepointer(s, object, c->freelist);
+	c->freelist = object;
+	c->tid++;
+	stat_c(c, FREE_FASTPATH);
+	odb_irq_fast_restore(&f);
+	return ODB_OK;
+full:
+	return __odb_kfree(k, x);
+}
+
 /* __ksize / slab_ksize: what the caller may use of the object. */
 static size_t slab_ksize(const struct kmem_cache *s)
 {
@@ -1887,6 +1957,8 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	 * on later (only off, after which the slow path's gate skips the check) */
 	s->check_obj_freed = !(s->flags & SLAB_DEBUG_OBJECTS) && debug_objects_enabled_fast(k);
 	s->fastfree = s->fastpath && !s->check_obj_freed;
+	/* odb_kfree's fast path: never for a tracker (debug_objects_refuse_free) */
+	s->api_fastfree = s->fastfree && !(s->flags & SLAB_DEBUG_OBJECTS);
 	s->kasan = kasan_enabled(k);
 	s->modern_debug = kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_MODERN;
 	/* 2016 on: consistency checks only with F; before: with any debug flag */

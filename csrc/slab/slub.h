@@ -119,6 +119,7 @@ struct kmem_cache {
 	bool fastfree;                      /* fastpath, and no debug_check_no_obj_freed on free */
 	bool check_obj_freed;               /* debug_check_no_obj_freed on free (while debug objects are on) */
 	bool rcu_debug;                     /* SLAB_TYPESAFE_BY_RCU with SLUB_RCU_DEBUG: frees deferred */
+	bool api_fastfree;                  /* fastfree, and odb_kfree's fast path may free here */
 	bool kasan;                         /* kasan_enabled() (fixed at boot), read on every slow path */
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
@@ -347,6 +348,10 @@ struct kmem_cache *__kmem_cache_create(struct odb_kernel *k, const char *name, u
 struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name);
 /* The kmalloc cache of a size (NULL: 0 or past KMALLOC_MAX_CACHE_SIZE). */
 struct kmem_cache *kmalloc_slab(struct odb_kernel *k, size_t size);
+/* odb_kmalloc / odb_kfree's full paths (slab_api.c), which their fast paths
+ * (slub.c) tail-call */
+int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
+int __odb_kfree(odb_kernel *k, odb_addr_t x);
 void *slab_alloc_public(struct kmem_cache *s, gfp_t gfp, unsigned long addr, unsigned int orig_size);
 
 /* mempools (mempool.c) */
