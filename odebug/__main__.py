@@ -1,7 +1,7 @@
 """``python -m odebug``: the command line (one argparse parser, prog ``odebug``).
 
   python -m odebug reproduce [debugobjects|quarantine|slub|all] [--quick] [--json FILE] [--runs N]
-  python -m odebug bench [slab|python|quarantine|debugobjects|races|all] [options]
+  python -m odebug bench [slab|api|python|quarantine|debugobjects|races|all] [options]
   python -m odebug cc -- gcc file.c -o prog   (odebug.cc's flags added)
 
 ``--help`` at any level prints the usage and runs nothing.
@@ -15,7 +15,7 @@ from typing import List, Optional
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``odebug`` parser: ``reproduce`` and ``bench`` with its benchmarks."""
-    from . import bench, bench_kasan, reproduce
+    from . import bench, bench_api, bench_kasan, reproduce
 
     parser = argparse.ArgumentParser(
         prog="odebug",
@@ -32,9 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     bp = sub.add_parser(
         "bench", help="benchmarks (reported, never asserted)",
         description="Benchmarks, reported and never asserted. Without a benchmark name, "
-                    "all of them run on their defaults (quarantine, python, slab, races, "
+                    "all of them run on their defaults (quarantine, python, slab, api, races, "
                     "debugobjects).")
-    bsub = bp.add_subparsers(dest="benchmark", metavar="{slab,python,quarantine,debugobjects,races,all}")
+    bsub = bp.add_subparsers(dest="benchmark", metavar="{slab,api,python,quarantine,debugobjects,races,all}")
     bp.set_defaults(func=bench.run_all)
 
     sp = bsub.add_parser("slab", help="alloc+free pairs: no debug, P, FZPU vs glibc",
@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
                                      "ns/pair and the ratios.")
     bench.add_slab_arguments(sp)
     sp.set_defaults(func=bench.run_slab)
+
+    ap_ = bsub.add_parser("api", help="the public C API vs glibc and ASan, from a C program",
+                          description=bench_api.__doc__.split("\n\n")[1].replace("\n", " ")
+                          if bench_api.__doc__ else None)
+    bench_api.add_arguments(ap_)
+    ap_.set_defaults(func=bench_api.run)
 
     pp = bsub.add_parser("python", help="the Python boundary: Kernel methods vs _core vs a C call",
                          description="kmalloc(64)+kfree pairs from Python through the Kernel "

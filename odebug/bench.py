@@ -191,7 +191,7 @@ def format_slab_table(res: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-BENCHMARKS = ("slab", "python", "quarantine", "debugobjects", "races", "all")
+BENCHMARKS = ("slab", "api", "python", "quarantine", "debugobjects", "races", "all")
 
 
 def add_slab_arguments(p: argparse.ArgumentParser) -> None:
@@ -309,11 +309,12 @@ def run_python(a: argparse.Namespace) -> None:
 
 
 def run_all(a: argparse.Namespace) -> None:
-    """Every benchmark on its defaults: quarantine, python, slab, races, debugobjects."""
-    from . import bench_kasan
+    """Every benchmark on its defaults: quarantine, python, slab, api, races, debugobjects."""
+    from . import bench_api, bench_kasan
     for add, run in ((bench_kasan.add_arguments, bench_kasan.run),
                      (add_python_arguments, run_python),
                      (add_slab_arguments, run_slab),
+                     (bench_api.add_arguments, bench_api.run),
                      (add_races_arguments, run_races),
                      (add_debugobjects_arguments, run_debugobjects)):
         if run is not bench_kasan.run:

@@ -16,6 +16,7 @@ HELPS = [
     ["bench"],
     ["bench", "slab"],
     ["bench", "python"],
+    ["bench", "api"],
     ["bench", "quarantine"],
     ["bench", "debugobjects"],
     ["bench", "races"],
@@ -116,3 +117,27 @@ def test_bench_python_section():
         kernel, core, trivial, ratio, hook = cells[1:]
         assert float(kernel) > 0 and float(core) > 0 and float(hook) > 0
         assert ratio.endswith("x") and float(ratio[:-1]) > 0
+
+
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="needs gcc")
+def test_bench_api_section():
+    """``bench api`` builds a C program on the public API (and glibc's, and ASan's
+    when gcc has it) and prints ns and ratios per workload and configuration,
+    and the resident bytes per live object."""
+    p = _odebug("bench", "api", "--pairs", "3000", "--live", "200", "--rounds", "1",
+                "--ram", "64", timeout=600)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("api: the public C API (odb_kmalloc/odb_kfree) in a C program")
+    rows = [ln for ln in lines if ln.startswith(("64 B alloc+free pair", "random 16..1024"))]
+    configs = [ln[30:].split()[0] for ln in rows]
+    asan = "asan" in configs
+    want = ["glibc"] + (["asan"] if asan else []) + ["no-debug", "defaults", "full"]
+    assert configs == want * 2
+    for ln in rows:
+        ns, vs_glibc = (float(x) for x in ln[30:].split()[1:3])
+        assert ns > 0 and vs_glibc > 0
+    glibc = [ln for ln in rows if ln[30:].split()[0] == "glibc"]
+    assert all(float(ln[30:].split()[2]) == 1.0 for ln in glibc)
+    mem = [ln for ln in lines if ln.startswith("resident bytes per live 64 B object")]
+    assert len(mem) == 1 and "defaults" in mem[0]
