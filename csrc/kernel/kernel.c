@@ -759,7 +759,7 @@ void odb_local_irq_restore(struct odb_kernel *k, unsigned long flags)
 
 	if (unlikely(!flags))
 		return;
-	t = pthread_getspecific(k->task_key);
+	t = odb_current(k);   /* the one local_irq_save found: it exists */
 	if (--t->irq_depth == 0) {
 		odb_fastlock_unlock(&k->cpus[flags - 1].irq_lock, t->slot);
 		t->irq_cpu = -1;

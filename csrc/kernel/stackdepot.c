@@ -154,10 +154,20 @@ static uint32_t stack_hash(void *const *e, unsigned int n, const char *py)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
+/* frames compared a word at a time (a stack is a handful of words: a loop
+ * beats the call to memcmp) */
+static inline bool frames_equal(void *const *a, void *const *b, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
 static bool record_matches(const struct stack_record *r, uint32_t h, void *const *e,
 			   unsigned int n, const char *py)
 {
-	return r->hash == h && r->nr == n && !memcmp(r->entries, e, n * sizeof(void *)) &&
+	return r->hash == h && r->nr == n && frames_equal(r->entries, e, n) &&
 	       ((!r->py && !py) || (r->py && py && !strcmp(r->py, py)));
 }
 
