@@ -128,8 +128,21 @@ static void complete_report_info(struct odb_kernel *k, struct kasan_report_info 
 	sl = virt_to_slab(k, virt_to_host(k, a));
 	if (!sl)
 		return;
-	info->cache = sl->slab_cache;
-	info->object = nearest_obj(info->cache, sl, virt_to_host(k, a));
+	/* another thread may be freeing this slab (a free of one of its objects
+	 * racing the slab's discard is the caller's use-after-free): its fields
+	 * are read once and the object they give is checked to lie in RAM */
+	{
+		struct kmem_cache *s = READ_ONCE(sl->slab_cache);
+		void *obj;
+
+		if (!s || !READ_ONCE(sl->base))
+			return;
+		obj = nearest_obj(s, sl, virt_to_host(k, a));
+		if (!odb_in_arena(k, host_to_virt(k, obj), s->object_size ? s->object_size : 1))
+			return;
+		info->cache = s;
+		info->object = obj;
+	}
 	/* alloc_size from the shadow: whole granules, then a partial one */
 	{
 		odb_addr_t o = host_to_virt(k, info->object);

@@ -178,9 +178,10 @@ void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x)
 {
 	char *base = slab_address(s->k, sl);
 	size_t idx = (size_t)((const char *)x - base) / s->size;
+	size_t objects = SLAB_OBJECTS(slab_counters(sl));
 
-	if (idx >= SLAB_OBJECTS(slab_counters(sl)))
-		idx = SLAB_OBJECTS(slab_counters(sl)) - 1;
+	if (idx >= objects)
+		idx = objects ? objects - 1 : 0;   /* 0: a slab being discarded meanwhile */
 	return base + idx * s->size + s->red_left_pad;
 }
 
