@@ -185,9 +185,12 @@ def build(cc: str, d: str) -> Dict[str, str]:
 
 
 def _run(exe: str, mode: str, cmdline: str, n: int, size: int, live: int, ram_mb: int,
-         cpus: int, env: Optional[Dict[str, str]] = None) -> float:
+         cpus: int, env: Optional[Dict[str, str]] = None, odebug: bool = False) -> float:
+    from . import build_info
     e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
+    if not (odebug and build_info().get("sanitizer")):
+        # (a sanitizer build of libodebug needs the runtime preloaded, as here)
+        e.pop("LD_PRELOAD", None)
     if env:
         e.update(env)
     r = subprocess.run([exe, mode, cmdline, str(n), str(size), str(live), str(ram_mb), str(cpus)],
@@ -232,7 +235,8 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
                     prog = exe["odebug"] if name in dict(CONFIGS) else exe[name]
                     samples[name].append(_run(prog, mode, cmd[name], count[name], size,
                                               live if mode == "random" else 0, ram, cpus,
-                                              asan_env if name == "asan" else None))
+                                              asan_env if name == "asan" else None,
+                                              odebug=name in dict(CONFIGS)))
             for name in names:
                 def paired(peer: str) -> Optional[float]:
                     if peer not in samples:
@@ -244,7 +248,7 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
         for name in names:
             prog = exe["odebug"] if name in dict(CONFIGS) else exe[name]
             memory[name] = _run(prog, "memory", cmd[name], 1, size, live, ram, cpus,
-                                asan_env if name == "asan" else None)
+                                asan_env if name == "asan" else None, odebug=name in dict(CONFIGS))
     return {"rows": rows, "memory": memory, "asan": "asan" in peers, "quarantine_mb": qmb,
             "size": size, "live": live, "n": n, "rounds": rounds, "ram_mb": ram, "cpus": cpus}
 

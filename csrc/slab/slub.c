@@ -1676,7 +1676,17 @@ odb_addr_t kvmalloc_node(struct odb_kernel *k, size_t size, gfp_t flags, unsigne
  * an empty freelist, an object of another vCPU's slab -- tail-calls the full
  * path (slab_api.c), which does everything.
  */
-SLAB_FAST_ENTRY
+/* Frameless only where the compiler makes the full path a tail call (a jump:
+ * the full path's frame then chains to the caller); sanitizer builds keep the
+ * call, and a frameless caller of it would drop the user's frame from every
+ * stack the full path saves. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define API_FAST_ENTRY
+#else
+#define API_FAST_ENTRY SLAB_FAST_ENTRY
+#endif
+
+API_FAST_ENTRY
 int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 {
 	struct kmem_cache *s;
@@ -1695,7 +1705,7 @@ int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 	return __odb_kmalloc(k, size, gfp, out);
 }
 
-SLAB_FAST_ENTRY
+API_FAST_ENTRY
 int odb_kfree(odb_kernel *k, odb_addr_t x)
 {
 	uint64_t off = x - k->page_offset_base;   /* below the base: wraps, rejected */
