@@ -251,11 +251,11 @@ struct page *alloc_pages(struct odb_kernel *k, unsigned int gfp, unsigned int or
 	atomic_fetch_sub(&k->nr_free_pages, 1ULL << order);
 	WRITE_ONCE(p->flags, PG_alloc | (order ? PG_head : 0));
 	WRITE_ONCE(p->order, order);
-	memset(p->priv, 0, sizeof(p->priv));
+	/* priv[] is left as its last owner left it: the slab's struct slab words
+	 * must stay valid pointers for a thread that still reads them (slub.c) */
 	for (uint32_t i = 1; i < (1u << order); i++) {
 		WRITE_ONCE(p[i].flags, PG_tail);
 		p[i].head = (uint32_t)(p - k->pages);
-		memset(p[i].priv, 0, sizeof(p[i].priv));
 	}
 	for (unsigned int i = 0; i < k->nr_page_alloc_hooks; i++)
 		k->page_alloc_hooks[i](k, page_address(k, p), PAGE_SIZE << order);

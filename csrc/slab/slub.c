@@ -335,14 +335,24 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t flags, bool *fell_
 		if (!pg)
 			return NULL;
 	}
-	__atomic_fetch_or(&pg->flags, PG_slab, __ATOMIC_RELAXED);
+	/* The struct slab before PG_slab, field by field: a thread freeing an
+	 * arbitrary address (a caller's use-after-free of a slab) may read these
+	 * words at any moment, so slab_cache and base never hold anything but a
+	 * cache and this page's address (page_alloc leaves priv[] as its last
+	 * owner left it; __free_slab keeps the two), and PG_slab is published
+	 * last, with release (virt_to_slab reads it first). */
 	sl = page_slab(pg);
-	memset(sl, 0, sizeof(*sl));
+	WRITE_ONCE(sl->slab_cache, s);
+	WRITE_ONCE(sl->base, virt_to_host(k, page_address(k, pg)));
 	INIT_LIST_HEAD(&sl->slab_list);
-	sl->slab_cache = s;
+	sl->next = NULL;
+	sl->slabs = 0;
+	sl->pobjects = 0;
+	WRITE_ONCE(sl->freelist, NULL);
+	WRITE_ONCE(sl->counters, 0);
 	sl->order = order;
 	atomic_init(&sl->lock, 0);
-	sl->base = virt_to_host(k, page_address(k, pg));
+	__atomic_fetch_or(&pg->flags, PG_slab, __ATOMIC_RELEASE);
 	start = slab_address(k, sl);
 	setup_slab_debug(s, sl, start);
 	kasan_poison_slab(s, sl);
@@ -386,7 +396,12 @@ static void __free_slab(struct kmem_cache *s, struct slab *sl, bool uncounted)
 	if (!uncounted)
 		dec_slabs_node(s, SLAB_OBJECTS(sl->counters));
 	__atomic_fetch_and(&pg->flags, ~PG_slab, __ATOMIC_RELAXED);
-	memset(sl, 0, sizeof(*sl));
+	/* not a memset: slab_cache and base stay a cache and this page's address
+	 * for a racing reader (see allocate_slab) */
+	INIT_LIST_HEAD(&sl->slab_list);
+	sl->next = NULL;
+	WRITE_ONCE(sl->freelist, NULL);
+	WRITE_ONCE(sl->counters, 0);
 	__free_pages(k, pg, order);
 }
 
@@ -1568,7 +1583,7 @@ static void *kmalloc_large(struct odb_kernel *k, size_t size, gfp_t gfp)
 	if (!pg)
 		return kasan_kmalloc_large(k, NULL, size, gfp);
 	__atomic_fetch_or(&pg->flags, PG_reserved, __ATOMIC_RELAXED);   /* marks a large kmalloc block (PageLargeKmalloc) */
-	pg->priv[0] = size;
+	pg->priv[ODB_PAGE_PRIV_LARGE_SIZE] = size;   /* off struct slab's words (allocate_slab) */
 	return kasan_kmalloc_large(k, virt_to_host(k, page_address(k, pg)), size, gfp);
 }
 

@@ -44,6 +44,10 @@ struct slab {
 	void *base;                     /* slab_address(), cached at allocation */
 };
 _Static_assert(sizeof(struct slab) <= sizeof(((struct page *)0)->priv), "struct slab fits in page");
+/* a large kmalloc's size: the last word of priv[], past struct slab */
+#define ODB_PAGE_PRIV_LARGE_SIZE 11
+_Static_assert(sizeof(struct slab) <= ODB_PAGE_PRIV_LARGE_SIZE * sizeof(uint64_t),
+	       "the large kmalloc size word is past struct slab");
 
 /* struct track (SLAB_STORE_USER): 32 bytes with a stack-depot handle. */
 enum track_item { TRACK_ALLOC, TRACK_FREE };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tests/check.h"
+#include "slab/slub.h"
 
 static char *many_params(unsigned int n, bool dup)
 {
@@ -116,8 +117,48 @@ static void test_hackbench_limits(void)
 	odb_kernel_destroy(k);
 }
 
+/* A thread freeing an arbitrary address may read a page's struct slab at any
+ * moment, even while another thread discards that slab or reuses its page:
+ * slab_cache and base must never read as anything but a cache and the page's
+ * own address (fuzz seed 41 example 917: a NULL read there under ASan). */
+static void test_freed_slab_words_stay_valid(void)
+{
+	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 1, 16 << 20, 1);
+	struct kmem_cache *s = NULL;
+	odb_addr_t a = 0, big = 0;
+	struct page *pg;
+	struct slab *sl;
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	CHECK_EQ(odb_kmem_cache_create(k, "victim", 512, 0, 0, NULL, NULL, &s), ODB_OK);
+	CHECK_EQ(odb_kmem_cache_alloc(k, s, ODB_GFP_KERNEL, &a), ODB_OK);
+	pg = virt_to_head_page(k, a);
+	sl = page_slab(pg);
+	CHECK(sl->slab_cache == s);
+	CHECK_EQ(odb_kmem_cache_free(k, s, a), ODB_OK);
+	CHECK_EQ(odb_kmem_cache_flush(k, s), ODB_OK);
+	CHECK_EQ(odb_kmem_cache_destroy(k, s), ODB_OK);       /* the slab's pages go back */
+	CHECK(!(pg->flags & PG_slab));
+	CHECK(READ_ONCE(sl->slab_cache) == s);                  /* a tombstone: valid host memory */
+	CHECK(READ_ONCE(sl->base) == virt_to_host(k, page_address(k, pg)));
+	/* the page's next owner (a large kmalloc, most likely the same block) */
+	CHECK_EQ(odb_kmalloc(k, 16384, ODB_GFP_KERNEL, &big), ODB_OK);
+	for (odb_addr_t p = big; p < big + 16384; p += ODB_PAGE_SIZE) {
+		struct slab *o = page_slab(virt_to_page(k, p));
+
+		CHECK(o->slab_cache == NULL || o->slab_cache == s);
+		CHECK(o->base == NULL || o->base == virt_to_host(k, p));
+	}
+	CHECK(READ_ONCE(sl->slab_cache) == s);
+	odb_kfree(k, big);
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
+	test_freed_slab_words_stay_valid();
 	test_cmdline_linear();
 	test_poll_hook_stops_churn();
 	test_hackbench_limits();
