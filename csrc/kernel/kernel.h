@@ -234,6 +234,8 @@ struct odb_task_slot {
 #define TASK_COMM_LEN 16
 #define ODB_ERRMSG_LEN 256
 
+#define ODB_DEPOT_RECENT 4
+struct stack_record;
 struct odb_task {
 	struct list_head node;        /* k->tasks */
 	struct odb_kernel *k;
@@ -268,6 +270,10 @@ struct odb_task {
 	/* kasan_disable_current() nesting (current->kasan_depth): while > 0 the
 	 * task's bad accesses are not reported (bad frees still are) */
 	unsigned int kasan_depth;
+	/* the stack depot's records this task saved last (stackdepot.c): a save
+	 * that walks the same frames again finds its handle here without hashing */
+	struct stack_record *depot_recent[ODB_DEPOT_RECENT];
+	unsigned int depot_recent_next;
 	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
 	struct odb_task_slot own_slot;
 };

@@ -180,23 +180,60 @@ static struct stack_record *bucket_find(struct stack_record *r, uint32_t h, void
 	return NULL;
 }
 
+/*
+ * The task's recent records (own, issue 16): a thread saves the same few
+ * stacks over and over (an alloc and a free site in a loop), so the records it
+ * saved last are compared first -- the frames and the Python location, no
+ * hash.  Records are immutable and live as long as the kernel, and only the
+ * task's own thread touches its list, so this needs no lock; a hit is the
+ * record the bucket walk would find (a stack has one record), so handles stay
+ * the same.
+ */
+static inline struct stack_record *recent_find(const struct odb_task *t, void *const *e,
+					       unsigned int n, const char *py)
+{
+	for (unsigned int i = 0; i < ODB_DEPOT_RECENT; i++) {
+		const struct stack_record *r = t->depot_recent[i];
+
+		if (r && r->nr == n && frames_equal(r->entries, e, n) &&
+		    ((!r->py && !py) || (r->py && py && !strcmp(r->py, py))))
+			return t->depot_recent[i];
+	}
+	return NULL;
+}
+
+static inline uint32_t recent_note(struct odb_task *t, struct stack_record *r)
+{
+	if (t)
+		t->depot_recent[t->depot_recent_next++ % ODB_DEPOT_RECENT] = r;
+	return r->handle;
+}
+
 static uint32_t depot_save(struct odb_kernel *k, void *const *e, unsigned int n, const char *py)
 {
 	struct odb_depot *d = k->depot;
-	uint32_t h = stack_hash(e, n, py), b = h & ((1u << DEPOT_HASH_BITS) - 1), handle = 0;
+	struct odb_task *t;
+	uint32_t h, b, handle = 0;
 	struct stack_record *r, *head;
 
+	/* (the task slot's look-up only: a save never creates a task) */
+	if (!odb_current_fast(k, &t))
+		t = NULL;
+	if (t && (r = recent_find(t, e, n, py)))
+		return r->handle;
+	h = stack_hash(e, n, py);
+	b = h & ((1u << DEPOT_HASH_BITS) - 1);
 	/* lock-free: an existing stack (the common case) */
 	head = atomic_load_explicit(&d->buckets[b], memory_order_acquire);
 	r = bucket_find(head, h, e, n, py);
 	if (r)
-		return r->handle;
+		return recent_note(t, r);
 
 	pthread_mutex_lock(&d->lock);
 	head = atomic_load_explicit(&d->buckets[b], memory_order_relaxed);
 	r = bucket_find(head, h, e, n, py);   /* inserted meanwhile by another thread? */
 	if (r) {
-		handle = r->handle;
+		handle = recent_note(t, r);
 		goto out;
 	}
 	if (d->nr == d->cap) {
@@ -224,6 +261,7 @@ static uint32_t depot_save(struct odb_kernel *k, void *const *e, unsigned int n,
 	r->handle = handle;
 	/* publish: the record's contents happen-before any reader that sees it */
 	atomic_store_explicit(&d->buckets[b], r, memory_order_release);
+	recent_note(t, r);
 out:
 	pthread_mutex_unlock(&d->lock);
 	return handle;

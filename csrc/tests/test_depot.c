@@ -108,8 +108,62 @@ static void test_dedup_and_concurrency(void)
 	odb_kernel_destroy(k);
 }
 
+/* The task's recent-records list (issue 16) must give exactly the bucket
+ * walk's answers: the same frames with another Python location are another
+ * record, and more stacks than the list holds come back with their first
+ * handles after eviction. */
+static const char *hook_py;
+static bool py_hook(void *ctx, char *buf, size_t len)
+{
+	(void)ctx;
+	if (!hook_py)
+		return false;
+	snprintf(buf, len, "%s", hook_py);
+	return true;
+}
+
+static void test_recent_records(void)
+{
+	static const char *locs[] = { NULL, "a.py:1:f", "a.py:2:f", "b.py:1:g" };
+	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 1, 8 << 20, 43);
+	uint32_t first[NFUNCS][4];
+	int bad = 0;
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	CHECK_EQ(odb_bind_cpu(k, 0, NULL), 0);   /* this thread has a task: the list is used */
+	odb_set_frame_hook(k, py_hook, NULL);
+	memset(first, 0, sizeof(first));
+	for (int round = 0; round < 3; round++)
+		for (int f = 0; f < NFUNCS; f++)
+			for (int l = 0; l < 4; l++) {
+				volatile int two = 2;   /* one call site: the same stack twice */
+				uint32_t h[2];
+
+				hook_py = locs[l];
+				for (int i = 0; i < two; i++)
+					h[i] = save_via(k, f);
+				/* the second save is a list hit: the same handle */
+				bad += h[1] != h[0];
+				if (!round)
+					first[f][l] = h[0];
+				else
+					bad += h[0] != first[f][l];
+			}
+	CHECK_EQ(bad, 0);
+	for (int f = 0; f < NFUNCS; f++)
+		for (int l = 0; l < 4; l++)
+			for (int m = l + 1; m < 4; m++)
+				CHECK(first[f][l] != first[f][m]);
+	odb_set_frame_hook(k, NULL, NULL);
+	hook_py = NULL;
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
 	test_dedup_and_concurrency();
+	test_recent_records();
 	return odb_test_summary();
 }
