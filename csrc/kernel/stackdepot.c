@@ -275,18 +275,21 @@ out:
  */
 static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, int max)
 {
-	void **fp = __builtin_frame_address(0);
+	void **fp = __builtin_frame_address(0);   /* never NULL; each next is above it */
+	uintptr_t lo = d->text_lo, span = d->text_hi - d->text_lo;
 	int n = 0;
 
-	while (fp && n < max) {
+	while (n < max) {
 		void *ret = fp[1];
 		void **next = fp[0];
 
 		out[n++] = ret;
-		if ((uintptr_t)ret < d->text_lo || (uintptr_t)ret >= d->text_hi)
+		if ((uintptr_t)ret - lo >= span)
 			break;               /* the caller outside odebug: last frame */
-		if (next <= fp || (uintptr_t)next - (uintptr_t)fp > (1u << 20))
-			break;               /* not a sane frame chain */
+		/* not a sane frame chain: next at or below fp (the difference wraps),
+		 * or more than 1 MiB above it */
+		if ((uintptr_t)next - (uintptr_t)fp - 1 >= (1u << 20))
+			break;
 		fp = next;
 	}
 	return n;
