@@ -27,6 +27,10 @@ typedef struct {
 	PyObject *NotFound;       /* Error, LookupError */
 	PyObject *KernelBug;      /* Error: a report under panic_on_warn */
 	PyObject *report_factory; /* callable(dict) -> Report, set by odebug */
+	/* the last subclass of Kernel odb_py_kernel accepted (a strong reference,
+	 * so the pointer can never name another type): odebug.Kernel, usually,
+	 * checked with one compare instead of an MRO walk (issue 16) */
+	PyObject *kernel_subtype;
 } core_state;
 
 /* The Python frame hook's caches (issue 16: naming the Python caller of every
@@ -96,6 +100,16 @@ int odb_conv_gfp(PyObject *o, void *out);    /* unsigned int, "gfp" */
 /* obj as an open (or, with open=false, any not yet destroyed) Kernel, else
  * NULL with TypeError / ClosedError set. */
 KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open);
+/* A METH_FASTCALL function's positional count: false (TypeError raised, in
+ * PyArg_ParseTuple's words) unless it is want. */
+static inline bool odb_py_nargs(Py_ssize_t nargs, Py_ssize_t want)
+{
+	if (nargs == want)
+		return true;
+	PyErr_Format(PyExc_TypeError, "function takes exactly %zd argument%s (%zd given)", want,
+		     want == 1 ? "" : "s", nargs);
+	return false;
+}
 
 #define CHECK_OPEN(self) \
 	do { if (!(self)->k || odb_kernel_closed((self)->k)) \

@@ -45,6 +45,15 @@ int odb_conv_uarg(PyObject *o, void *out)
 	long long sv;
 	PyObject *t;
 
+	/* the common case first (issue 16): an exact int of at most 64 bits, not
+	 * negative, in range -- no overflow dance, no byte-array conversion */
+	if (PyLong_CheckExact(o) && _PyLong_Sign(o) >= 0 && _PyLong_NumBits(o) <= 64) {
+		v = PyLong_AsUnsignedLongLongMask(o);
+		if (v >= a->lo && v <= a->hi) {
+			a->v = v;
+			return 1;
+		}
+	}
 	if (!PyLong_Check(o) || PyBool_Check(o)) {
 		PyErr_Format(PyExc_TypeError, "%s: expected int, not %.100s", a->name,
 			     Py_TYPE(o)->tp_name);
@@ -211,8 +220,13 @@ static int py_poll_hook(void *ctx)
 KernelObject *odb_py_kernel(PyObject *module, PyObject *obj, bool open)
 {
 	core_state *st = get_state(module);
+	PyObject *tp = (PyObject *)Py_TYPE(obj);
 
-	if (!PyObject_TypeCheck(obj, (PyTypeObject *)st->KernelType)) {
+	if (tp == st->kernel_subtype) {
+		/* (checked before, and kept alive since) */
+	} else if (PyObject_TypeCheck(obj, (PyTypeObject *)st->KernelType)) {
+		Py_XSETREF(st->kernel_subtype, Py_NewRef(tp));
+	} else {
 		PyErr_Format(PyExc_TypeError, "expected an odebug.Kernel, not %.100s",
 			     Py_TYPE(obj)->tp_name);
 		return NULL;
@@ -387,8 +401,15 @@ static bool py_frame_hook(void *ctx, char *buf, size_t len)
 		if (!skip) {
 			const char *text = frame_text(self, f, code);
 
-			if (text) {
-				snprintf(buf, len, "%s", text);
+			if (text && len) {
+				/* a copy, not snprintf's "%s": this runs on every
+				 * tracked alloc and free (issue 16) */
+				size_t n = strlen(text);
+
+				if (n >= len)
+					n = len - 1;
+				memcpy(buf, text, n);
+				buf[n] = '\0';
 				found = true;
 			}
 			Py_DECREF(code);
@@ -1399,6 +1420,7 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
 	Py_VISIT(st->NotFound);
 	Py_VISIT(st->KernelBug);
 	Py_VISIT(st->report_factory);
+	Py_VISIT(st->kernel_subtype);
 	return 0;
 }
 
@@ -1418,6 +1440,7 @@ static int core_clear(PyObject *m)
 	Py_CLEAR(st->NotFound);
 	Py_CLEAR(st->KernelBug);
 	Py_CLEAR(st->report_factory);
+	Py_CLEAR(st->kernel_subtype);
 	return 0;
 }
 

@@ -169,18 +169,19 @@ static PyObject *py_cache_names(PyObject *m, PyObject *kobj)
 	return list;
 }
 
-static PyObject *py_kmalloc(PyObject *m, PyObject *args)
+/* The hottest calls (kmalloc, kfree) take their arguments as a vector
+ * (METH_FASTCALL), converted as PyArg_ParseTuple's "O&" would (issue 16). */
+static PyObject *py_kmalloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-	PyObject *kobj;
 	Py_ssize_t size;
 	unsigned int gfp;
 	KernelObject *ko;
 	odb_addr_t a;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "OO&O&", &kobj, odb_conv_size, &size, odb_conv_gfp, &gfp))
+	if (!odb_py_nargs(nargs, 3) || !odb_conv_size(args[1], &size) || !odb_conv_gfp(args[2], &gfp))
 		return NULL;
-	if (!(ko = odb_py_kernel(m, kobj, true)))
+	if (!(ko = odb_py_kernel(m, args[0], true)))
 		return NULL;
 	if (size < 0)
 		return PyErr_Format(ko->st->InvalidArgument, "kmalloc: negative size %zd", size), NULL;
@@ -193,16 +194,16 @@ static PyObject *py_kmalloc(PyObject *m, PyObject *args)
 }
 
 /* (kernel, address) calls that return nothing: kfree, kfree_rcu */
-static PyObject *addr_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *, odb_addr_t))
+static PyObject *addr_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+			   int (*fn)(odb_kernel *, odb_addr_t))
 {
-	PyObject *kobj;
 	unsigned long long a;
 	KernelObject *ko;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "OO&", &kobj, odb_conv_addr, &a))
+	if (!odb_py_nargs(nargs, 2) || !odb_conv_addr(args[1], &a))
 		return NULL;
-	if (!(ko = odb_py_kernel(m, kobj, true)))
+	if (!(ko = odb_py_kernel(m, args[0], true)))
 		return NULL;
 	ret = fn(ko->k, a);
 	if (ret)
@@ -210,11 +211,17 @@ static PyObject *addr_call(PyObject *m, PyObject *args, int (*fn)(odb_kernel *, 
 	Py_RETURN_NONE;
 }
 
-static PyObject *py_kfree(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree); }
-static PyObject *py_kfree_rcu(PyObject *m, PyObject *args) { return addr_call(m, args, odb_kfree_rcu); }
-static PyObject *py_kfree_sensitive(PyObject *m, PyObject *args)
+static PyObject *py_kfree(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-	return addr_call(m, args, odb_kfree_sensitive);
+	return addr_call(m, args, nargs, odb_kfree);
+}
+static PyObject *py_kfree_rcu(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+	return addr_call(m, args, nargs, odb_kfree_rcu);
+}
+static PyObject *py_kfree_sensitive(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+	return addr_call(m, args, nargs, odb_kfree_sensitive);
 }
 
 static PyObject *py_rcu_barrier(PyObject *m, PyObject *kobj)
@@ -863,12 +870,12 @@ static PyMethodDef slab_functions[] = {
 	{ "cache_create", py_cache_create, METH_VARARGS, "cache_create($module, kernel, name, size, align, flags, ctor, /)\n--\n\nkmem_cache_create -> Cache." },
 	{ "cache_find", py_cache_find, METH_VARARGS, "cache_find($module, kernel, name, /)\n--\n\nThe cache of that name, or None." },
 	{ "cache_names", py_cache_names, METH_O, "cache_names($module, kernel, /)\n--\n\nNames of the kernel's caches." },
-	{ "kmalloc", py_kmalloc, METH_VARARGS, "kmalloc($module, kernel, size, gfp, /)\n--\n\nkmalloc(size, gfp) -> address or None." },
-	{ "kfree", py_kfree, METH_VARARGS, "kfree($module, kernel, addr, /)\n--\n\nkfree(addr)." },
-	{ "kfree_sensitive", py_kfree_sensitive, METH_VARARGS,
+	{ "kmalloc", (PyCFunction)(void (*)(void))py_kmalloc, METH_FASTCALL, "kmalloc($module, kernel, size, gfp, /)\n--\n\nkmalloc(size, gfp) -> address or None." },
+	{ "kfree", (PyCFunction)(void (*)(void))py_kfree, METH_FASTCALL, "kfree($module, kernel, addr, /)\n--\n\nkfree(addr)." },
+	{ "kfree_sensitive", (PyCFunction)(void (*)(void))py_kfree_sensitive, METH_FASTCALL,
 	  "kfree_sensitive($module, kernel, addr, /)\n--\n\nkfree_sensitive(addr): ksize(), zero, kfree." },
 	{ "ksize", py_ksize, METH_VARARGS, "ksize($module, kernel, addr, /)\n--\n\nksize(addr) -> usable size." },
-	{ "kfree_rcu", py_kfree_rcu, METH_VARARGS, "kfree_rcu($module, kernel, addr, /)\n--\n\nkfree_rcu(addr): freed after a grace period." },
+	{ "kfree_rcu", (PyCFunction)(void (*)(void))py_kfree_rcu, METH_FASTCALL, "kfree_rcu($module, kernel, addr, /)\n--\n\nkfree_rcu(addr): freed after a grace period." },
 	{ "rcu_barrier", py_rcu_barrier, METH_O, "rcu_barrier($module, kernel, /)\n--\n\nrcu_barrier: wait for the pending kfree_rcu frees." },
 	{ "krealloc", py_krealloc, METH_VARARGS, "krealloc($module, kernel, addr, size, gfp, /)\n--\n\nkrealloc(addr, size, gfp) -> address or None." },
 	{ "slabinfo_text", py_slabinfo_text, METH_O, "slabinfo_text($module, kernel, /)\n--\n\n/proc/slabinfo as text." },
