@@ -326,3 +326,48 @@ def test_invalid_argument_names_the_argument(k):
         _core.kmalloc(k, 8, -1)
     with pytest.raises(odebug.InvalidArgument, match="^order:"):
         _core.Kernel.alloc_pages(k, 2 ** 33)
+
+
+# ---- issue 16: the vector-call entries check what PyArg_ParseTuple checked ----------------
+class _OtherKernel(odebug.Kernel):
+    """A second subclass: the binding's remembered Kernel type must not be the only one."""
+
+
+class _NotAKernel:
+    pass
+
+
+def test_fastcall_entries_check_arity_types_and_ranges(k):
+    for fn, args in ((_core.kmalloc, (k, 64)), (_core.kmalloc, (k, 64, 0, 0)),
+                     (_core.kfree, (k,)), (_core.kfree_rcu, ()), (_core.kfree_sensitive, (k, 1, 2))):
+        with pytest.raises(TypeError, match="takes exactly"):
+            fn(*args)
+    with pytest.raises(TypeError, match="expected int, not float"):
+        _core.kmalloc(k, 64.0, _core.GFP_KERNEL)
+    with pytest.raises(TypeError, match="expected int, not bool"):
+        _core.kfree(k, True)
+    for bad in (-1, 2 ** 64, -(2 ** 70)):
+        with pytest.raises(odebug.InvalidArgument, match="addr"):
+            _core.kfree(k, bad)
+    with pytest.raises(odebug.InvalidArgument, match="gfp"):
+        _core.kmalloc(k, 64, 2 ** 32)
+    # an int subclass converts as before (the slow path)
+    class Big(int):
+        pass
+    p = _core.kmalloc(k, Big(64), Big(_core.GFP_KERNEL))
+    _core.kfree(k, Big(p))
+    # the kernel check: after a Kernel was accepted, a non-Kernel still fails and
+    # another subclass still passes
+    _core.kfree(k, 0)
+    with pytest.raises(TypeError, match="expected an odebug.Kernel"):
+        _core.kfree(_NotAKernel(), 0)
+    with _OtherKernel(ram="64M") as k2:
+        q = _core.kmalloc(k2, 32, _core.GFP_KERNEL)
+        _core.kfree(k2, q)
+    with pytest.raises(TypeError, match="expected an odebug.Kernel"):
+        _core.kmalloc(object(), 8, _core.GFP_KERNEL)
+    # a closed kernel is refused whatever its type was
+    k3 = odebug.Kernel(ram="64M")
+    k3.close()
+    with pytest.raises(odebug.ClosedError):
+        _core.kfree(k3, 0)
