@@ -272,12 +272,16 @@ class KasanMixin(KernelBase):
         end of RAM; b"" for an address outside it), so a huge n costs no memory."""
         _check_addr(addr)
         _check_n(n)
+        if cpu is None:
+            return _core.kasan_read(self, addr, n)
         with self._cpu(cpu):
             return _core.kasan_read(self, addr, n)
 
     def write(self, addr: int, data: "Buffer", *, cpu: Optional[int] = None) -> None:
         """One KASAN-checked access of len(data) bytes ("Write of size n")."""
         _check_addr(addr)
+        if cpu is None:
+            return _core.kasan_write(self, addr, data)
         with self._cpu(cpu):
             _core.kasan_write(self, addr, data)
 

@@ -399,13 +399,18 @@ static PyObject *py_stat_names(PyObject *m, PyObject *unused)
 }
 
 /* ---- Cache -------------------------------------------------------------------------- */
-static PyObject *Cache_alloc(CacheObject *c, PyObject *args)
+/* (a vector call, issue 16) */
+static PyObject *Cache_alloc(CacheObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
 	unsigned int gfp = ODB_GFP_KERNEL;
 	odb_addr_t a;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "|O&", odb_conv_gfp, &gfp))
+	if (nargs > 1) {
+		PyErr_Format(PyExc_TypeError, "function takes at most 1 argument (%zd given)", nargs);
+		return NULL;
+	}
+	if (nargs == 1 && !odb_conv_gfp(args[0], &gfp))
 		return NULL;
 	CACHE_READY(c);
 	c->busy++;
@@ -827,7 +832,7 @@ static void Cache_dealloc(CacheObject *c)
 }
 
 static PyMethodDef Cache_methods[] = {
-	{ "alloc", (PyCFunction)Cache_alloc, METH_VARARGS, "alloc($self, gfp=odebug._core.GFP_KERNEL, /)\n--\n\nkmem_cache_alloc(gfp) -> address or None." },
+	{ "alloc", (PyCFunction)(void (*)(void))Cache_alloc, METH_FASTCALL, "alloc($self, gfp=odebug._core.GFP_KERNEL, /)\n--\n\nkmem_cache_alloc(gfp) -> address or None." },
 	{ "kmalloc", (PyCFunction)Cache_kmalloc, METH_VARARGS, "kmalloc($self, size, gfp=odebug._core.GFP_KERNEL, /)\n--\n\nkmalloc(size, gfp) from this cache (orig_size tracking) -> address or None." },
 	{ "free", (PyCFunction)Cache_free, METH_O, "free($self, addr, /)\n--\n\nkmem_cache_free(addr)." },
 	{ "alloc_bulk", (PyCFunction)Cache_alloc_bulk, METH_VARARGS, "alloc_bulk($self, n, gfp=odebug._core.GFP_KERNEL, /)\n--\n\nkmem_cache_alloc_bulk(n, gfp) -> list or None." },
