@@ -21,8 +21,11 @@ over the rounds, ratios are paired within each round, then the median):
   included, divided by the count).
 
 Configurations: ``no-debug`` (``kasan=off no_debug_objects``), ``defaults``
-(generic KASAN, its quarantine and debug objects) and ``full``
-(``slub_debug=FZPU`` on top of the defaults).  Reported, never asserted.
+(generic KASAN, its quarantine and debug objects), ``full`` (``slub_debug=FZPU``
+on top of the defaults, on the default 2016 ``relaxed`` debug flows, whose
+per-allocation ``deactivate_slab()`` is seed 001's subject) and ``full-modern``
+(the same on the v6.1+ flows, ``odebug.slub_path=modern``).  Reported, never
+asserted.
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ from . import get_include, get_library
 from .kernel import check_int
 
 CONFIGS = (("no-debug", "kasan=off no_debug_objects"), ("defaults", ""),
-           ("full", "slub_debug=FZPU"))
+           ("full", "slub_debug=FZPU"),
+           ("full-modern", "slub_debug=FZPU odebug.slub_path=modern"))
 
 # One source for all three programs: -DUSE_ODEBUG gives the odebug one, else
 # glibc's malloc/free (built plain, or with -fsanitize=address).
@@ -203,7 +207,8 @@ def _run(exe: str, mode: str, cmdline: str, n: int, size: int, live: int, ram_mb
 def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds: int = 5,
               ram: int = 256, cpus: int = 2, cc: Optional[str] = None) -> Dict[str, Any]:
     """Run the three workloads (see the module's doc) for glibc, ASan (when the
-    compiler has it) and odebug's ``no-debug`` / ``defaults`` / ``full``.  ``ram``
+    compiler has it) and odebug's ``no-debug`` / ``defaults`` / ``full`` /
+    ``full-modern``.  ``ram``
     is the kernel's RAM in MiB (it sets the quarantine, and so ASan's).  Returns
     ``{"rows": [...], "memory": {...}, "asan": bool, "quarantine_mb": ...}``."""
     from .kasan import quarantine_geometry
@@ -225,7 +230,7 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
         cmd = {"glibc": "", "asan": ""}
         cmd.update(dict(CONFIGS))
         # the full debug flows are ~30x slower: fewer of their pairs
-        count = {name: (max(n // 20, 1000) if name == "full" else n) for name in names}
+        count = {name: (max(n // 20, 1000) if name.startswith("full") else n) for name in names}
         rows = []
         memory: Dict[str, float] = {}
         for mode in ("pair", "random"):
@@ -259,17 +264,18 @@ def format_table(res: Dict[str, Any]) -> str:
              + f"; {res['rounds']} rounds, medians; ratios paired per round",
              f"kernel: {res['ram_mb']} MiB, {res['cpus']} vCPUs; ASan's quarantine "
              f"= odebug's: {res['quarantine_mb']} MiB",
-             f"{'workload':30}{'config':10}{'ns/op':>9}{'x glibc':>9}{'x ASan':>8}"]
+             f"{'workload':30}{'config':12}{'ns/op':>9}{'x glibc':>9}{'x ASan':>8}"]
     what = {"pair": f"{res['size']} B alloc+free pair",
             "random": f"random 16..1024, {res['live']} live"}
     for r in res["rows"]:
         va = f"{r['vs_asan']:.2f}" if r["vs_asan"] is not None else "-"
-        lines.append(f"{what[r['workload']]:30}{r['config']:10}{r['ns']:>9.1f}"
+        lines.append(f"{what[r['workload']]:30}{r['config']:12}{r['ns']:>9.1f}"
                      f"{r['vs_glibc']:>9.2f}{va:>8}")
     mem = "  ".join(f"{name} {v:.1f}" for name, v in res["memory"].items())
     lines.append(f"resident bytes per live {res['size']} B object ({res['live'] * 10} kept): {mem}")
     lines.append("no-debug: kasan=off no_debug_objects; defaults: KASAN + quarantine + debug "
-                 "objects; full: slub_debug=FZPU on top")
+                 "objects; full: slub_debug=FZPU on top (the default 2016 `relaxed` debug "
+                 "flows); full-modern: the same on the v6.1+ flows (odebug.slub_path=modern)")
     return "\n".join(lines)
 
 

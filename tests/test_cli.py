@@ -132,7 +132,8 @@ def test_bench_api_section():
     rows = [ln for ln in lines if ln.startswith(("64 B alloc+free pair", "random 16..1024"))]
     configs = [ln[30:].split()[0] for ln in rows]
     asan = "asan" in configs
-    want = ["glibc"] + (["asan"] if asan else []) + ["no-debug", "defaults", "full"]
+    want = ["glibc"] + (["asan"] if asan else []) + ["no-debug", "defaults", "full",
+                                                     "full-modern"]
     assert configs == want * 2
     for ln in rows:
         ns, vs_glibc = (float(x) for x in ln[30:].split()[1:3])
