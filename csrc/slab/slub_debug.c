@@ -598,7 +598,9 @@ static inline uint8_t *memchr_inv_bytes(uint8_t *p, uint8_t v, size_t n)
 	return NULL;
 }
 
-uint8_t *memchr_inv(uint8_t *p, uint8_t v, size_t n)
+/* inlined into the checks below (issue 16: a call per red zone, poison and
+ * padding range cost more than the scan of a small object's ranges) */
+static inline __attribute__((always_inline)) uint8_t *__memchr_inv(uint8_t *p, uint8_t v, size_t n)
 {
 	const uint64_t pat = 0x0101010101010101ULL * v;
 
@@ -621,16 +623,21 @@ uint8_t *memchr_inv(uint8_t *p, uint8_t v, size_t n)
 	return NULL;
 }
 
-static int check_bytes_and_report(struct kmem_cache *s, struct slab *sl, uint8_t *object,
-				  const char *what, uint8_t *start, uint8_t value, unsigned int bytes)
+uint8_t *memchr_inv(uint8_t *p, uint8_t v, size_t n)
 {
-	uint8_t *fault, *end = start + bytes, *base = slab_address(s->k, sl);
+	return __memchr_inv(p, v, n);
+}
+
+/* The report of check_bytes_and_report(), out of line: the check itself is a
+ * scan that finds nothing on every call but a corrupted one. */
+static __attribute__((noinline)) int
+bytes_overwritten(struct kmem_cache *s, struct slab *sl, uint8_t *object, const char *what,
+		  uint8_t *start, uint8_t value, unsigned int bytes, uint8_t *fault)
+{
+	uint8_t *end = start + bytes, *base = slab_address(s->k, sl);
 	struct odb_report_impl *r;
 	char kind[64];
 
-	fault = memchr_inv(start, value, bytes);
-	if (!fault)
-		return 1;
 	while (end > fault && end[-1] == value)
 		end--;
 	snprintf(kind, sizeof(kind), "%s overwritten", what);
@@ -649,6 +656,17 @@ static int check_bytes_and_report(struct kmem_cache *s, struct slab *sl, uint8_t
 	return 0;
 }
 
+static inline __attribute__((always_inline)) int
+check_bytes_and_report(struct kmem_cache *s, struct slab *sl, uint8_t *object, const char *what,
+		       uint8_t *start, uint8_t value, unsigned int bytes)
+{
+	uint8_t *fault = __memchr_inv(start, value, bytes);
+
+	if (likely(!fault))
+		return 1;
+	return bytes_overwritten(s, sl, object, what, start, value, bytes, fault);
+}
+
 static int check_pad_bytes(struct kmem_cache *s, struct slab *sl, uint8_t *p)
 {
 	unsigned int off = get_info_end(s);
@@ -665,24 +683,12 @@ static int check_pad_bytes(struct kmem_cache *s, struct slab *sl, uint8_t *p)
 				      size_from_object(s) - off);
 }
 
-void slab_pad_check(struct kmem_cache *s, struct slab *sl)
+static __attribute__((noinline)) void
+padding_overwritten(struct kmem_cache *s, struct slab *sl, uint8_t *start, uint8_t *end,
+		    uint8_t *pad, size_t remainder, uint8_t *fault)
 {
-	uint8_t *start, *end, *fault, *pad;
-	size_t length, remainder;
 	struct odb_report_impl *r;
 
-	if (!(s->flags & SLAB_POISON))
-		return;
-	start = slab_address(s->k, sl);
-	length = slab_size(sl);
-	end = start + length;
-	remainder = length % s->size;
-	if (!remainder)
-		return;
-	pad = end - remainder;
-	fault = memchr_inv(pad, POISON_INUSE, remainder);
-	if (!fault)
-		return;
 	while (end > fault && end[-1] == POISON_INUSE)
 		end--;
 	r = slab_bug(s, "Padding overwritten", "Padding overwritten. 0x%016llx-0x%016llx @offset=%tu",
@@ -697,6 +703,26 @@ void slab_pad_check(struct kmem_cache *s, struct slab *sl)
 	slab_add_kunit_errors(s->k);
 	slab_add_kunit_errors(s->k);
 	memset(fault, POISON_INUSE, (size_t)(end - fault));
+}
+
+void slab_pad_check(struct kmem_cache *s, struct slab *sl)
+{
+	uint8_t *start, *end, *fault, *pad;
+	size_t length, remainder;
+
+	if (!(s->flags & SLAB_POISON))
+		return;
+	start = slab_address(s->k, sl);
+	length = slab_size(sl);
+	end = start + length;
+	remainder = length % s->size;
+	if (!remainder)
+		return;
+	pad = end - remainder;
+	fault = __memchr_inv(pad, POISON_INUSE, remainder);
+	if (likely(!fault))
+		return;
+	padding_overwritten(s, sl, start, end, pad, remainder, fault);
 }
 
 int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val)
