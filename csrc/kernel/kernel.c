@@ -336,10 +336,14 @@ uint64_t ktime_get_ns(struct odb_kernel *k)
 	return atomic_load_explicit(&k->now_ns, memory_order_acquire);
 }
 
+/* floor(t * HZ / NSEC_PER_SEC) without a 128-bit division (a slab track
+ * takes one per alloc and free): t = q s + r ns gives q * HZ + r * HZ / 1e9
+ * exactly, r * HZ staying far below 2^64 for any HZ the cmdline accepts. */
 uint64_t jiffies(struct odb_kernel *k)
 {
-	unsigned __int128 t = ktime_get_ns(k);
-	return INITIAL_JIFFIES(k->hz) + (uint64_t)(t * k->hz / NSEC_PER_SEC);
+	uint64_t t = ktime_get_ns(k), q = t / NSEC_PER_SEC, r = t % NSEC_PER_SEC;
+
+	return INITIAL_JIFFIES(k->hz) + q * k->hz + r * k->hz / NSEC_PER_SEC;
 }
 
 /* msecs_to_jiffies rounds up, as the kernel's does for HZ that does not

@@ -491,9 +491,42 @@ static void test_many_kernels(void)
 		odb_kernel_destroy(ks[i]);
 }
 
+/* jiffies() in 64-bit arithmetic (q * HZ + r * HZ / 1e9, issue 16) against
+ * floor(t * HZ / 1e9) in 128 bits, for HZ that divide 1e9 and HZ that do not,
+ * at times on, just before and after second boundaries and far from boot. */
+static void test_jiffies_exact(void)
+{
+	static const char *hzs[] = { "hz=100", "hz=250", "hz=300", "hz=1000", "hz=1024",
+				     "hz=100000" };
+	static const uint64_t steps[] = { 999999999, 1, 1, 1000000000ULL * 86400 * 400 + 999999997,
+					   333333333, 3, 1000000000ULL * 1000 - 1, 2 };
+	int bad = 0;
+
+	for (size_t h = 0; h < sizeof(hzs) / sizeof(hzs[0]); h++) {
+		odb_kernel *k = boot(hzs[h], ODB_CLOCK_VIRTUAL, 1, 8 << 20);
+		uint64_t t = 0;
+
+		CHECK(k != NULL);
+		if (!k)
+			continue;
+		for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+			unsigned __int128 want;
+
+			CHECK_EQ(odb_advance(k, steps[i]), 0);
+			t += steps[i];
+			want = (unsigned __int128)odb_now_ns(k) * odb_hz(k) / 1000000000ULL;
+			bad += odb_jiffies(k) != INITIAL_JIFFIES(odb_hz(k)) + (uint64_t)want;
+		}
+		CHECK(odb_now_ns(k) >= t);
+		odb_kernel_destroy(k);
+	}
+	CHECK_EQ(bad, 0);
+}
+
 int main(void)
 {
 	test_cmdline();
+	test_jiffies_exact();
 	test_buddy();
 	test_workqueue_virtual();
 	test_workqueue_real();
