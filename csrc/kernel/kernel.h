@@ -270,9 +270,11 @@ struct odb_task {
 	/* kasan_disable_current() nesting (current->kasan_depth): while > 0 the
 	 * task's bad accesses are not reported (bad frees still are) */
 	unsigned int kasan_depth;
-	/* the stack depot's records this task saved last (stackdepot.c): a save
-	 * that walks the same frames again finds its handle here without hashing */
+	/* the stack depot's records this task saved last (stackdepot.c), with
+	 * the walk key each was found by: a save that walks the same frames again
+	 * finds its handle here without hashing */
 	struct stack_record *depot_recent[ODB_DEPOT_RECENT];
+	uint64_t depot_recent_key[ODB_DEPOT_RECENT];
 	unsigned int depot_recent_next;
 	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
 	struct odb_task_slot own_slot;

@@ -183,57 +183,69 @@ static struct stack_record *bucket_find(struct stack_record *r, uint32_t h, void
 /*
  * The task's recent records (own, issue 16): a thread saves the same few
  * stacks over and over (an alloc and a free site in a loop), so the records it
- * saved last are compared first -- the frames and the Python location, no
- * hash.  Records are immutable and live as long as the kernel, and only the
- * task's own thread touches its list, so this needs no lock; a hit is the
- * record the bucket walk would find (a stack has one record), so handles stay
- * the same.
+ * saved last are looked at first.  Each is kept with the walk key it was found
+ * by (a rotate-xor of the raw frames, computed by the walk as it goes), so a
+ * record is compared -- frames and Python location, exactly -- only when its
+ * key matches; a key is a filter, never an identity.  Records are immutable
+ * and live as long as the kernel, and only the task's own thread touches its
+ * list, so this needs no lock; a hit is the record the bucket walk would find
+ * (a stack has one record), so handles stay the same.
  */
-static inline struct stack_record *recent_find(const struct odb_task *t, void *const *e,
-					       unsigned int n, const char *py)
+static inline uint64_t walk_key_mix(uint64_t key, const void *ret)
+{
+	return ((key << 7) | (key >> 57)) ^ (uint64_t)(uintptr_t)ret;
+}
+
+static uint64_t walk_key(void *const *e, unsigned int n)
+{
+	uint64_t key = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		key = walk_key_mix(key, e[i]);
+	return key;
+}
+
+static inline struct stack_record *recent_find(const struct odb_task *t, uint64_t key,
+					       void *const *e, unsigned int n, const char *py)
 {
 	for (unsigned int i = 0; i < ODB_DEPOT_RECENT; i++) {
 		const struct stack_record *r = t->depot_recent[i];
 
-		if (r && r->nr == n && frames_equal(r->entries, e, n) &&
+		if (t->depot_recent_key[i] == key && r && r->nr == n &&
+		    frames_equal(r->entries, e, n) &&
 		    ((!r->py && !py) || (r->py && py && !strcmp(r->py, py))))
 			return t->depot_recent[i];
 	}
 	return NULL;
 }
 
-static inline uint32_t recent_note(struct odb_task *t, struct stack_record *r)
+static inline uint32_t recent_note(struct odb_task *t, uint64_t key, struct stack_record *r)
 {
-	if (t)
-		t->depot_recent[t->depot_recent_next++ % ODB_DEPOT_RECENT] = r;
+	if (t) {
+		unsigned int i = t->depot_recent_next++ % ODB_DEPOT_RECENT;
+
+		t->depot_recent[i] = r;
+		t->depot_recent_key[i] = key;
+	}
 	return r->handle;
 }
 
-static uint32_t depot_save(struct odb_kernel *k, void *const *e, unsigned int n, const char *py)
+/* A stack the depot does not hold yet (or that another thread is inserting):
+ * under the depot lock, out of depot_save's line so that its common case --
+ * a record found without a lock -- pays for no more than it uses. */
+static __attribute__((noinline)) uint32_t depot_insert(struct odb_kernel *k, struct odb_task *t,
+							uint64_t key, uint32_t h, void *const *e,
+							unsigned int n, const char *py)
 {
 	struct odb_depot *d = k->depot;
-	struct odb_task *t;
-	uint32_t h, b, handle = 0;
+	uint32_t b = h & ((1u << DEPOT_HASH_BITS) - 1), handle = 0;
 	struct stack_record *r, *head;
-
-	/* (the task slot's look-up only: a save never creates a task) */
-	if (!odb_current_fast(k, &t))
-		t = NULL;
-	if (t && (r = recent_find(t, e, n, py)))
-		return r->handle;
-	h = stack_hash(e, n, py);
-	b = h & ((1u << DEPOT_HASH_BITS) - 1);
-	/* lock-free: an existing stack (the common case) */
-	head = atomic_load_explicit(&d->buckets[b], memory_order_acquire);
-	r = bucket_find(head, h, e, n, py);
-	if (r)
-		return recent_note(t, r);
 
 	pthread_mutex_lock(&d->lock);
 	head = atomic_load_explicit(&d->buckets[b], memory_order_relaxed);
 	r = bucket_find(head, h, e, n, py);   /* inserted meanwhile by another thread? */
 	if (r) {
-		handle = recent_note(t, r);
+		handle = recent_note(t, key, r);
 		goto out;
 	}
 	if (d->nr == d->cap) {
@@ -261,10 +273,42 @@ static uint32_t depot_save(struct odb_kernel *k, void *const *e, unsigned int n,
 	r->handle = handle;
 	/* publish: the record's contents happen-before any reader that sees it */
 	atomic_store_explicit(&d->buckets[b], r, memory_order_release);
-	recent_note(t, r);
+	recent_note(t, key, r);
 out:
 	pthread_mutex_unlock(&d->lock);
 	return handle;
+}
+
+/* Not among the task's recent records: the hash, the lock-free bucket walk
+ * (an existing stack, the common case), else the insertion. */
+static __attribute__((noinline)) uint32_t depot_lookup(struct odb_kernel *k, struct odb_task *t,
+							uint64_t key, void *const *e,
+							unsigned int n, const char *py)
+{
+	struct odb_depot *d = k->depot;
+	uint32_t h = stack_hash(e, n, py);
+	struct stack_record *r;
+
+	r = bucket_find(atomic_load_explicit(&d->buckets[h & ((1u << DEPOT_HASH_BITS) - 1)],
+					     memory_order_acquire), h, e, n, py);
+	if (r)
+		return recent_note(t, key, r);
+	return depot_insert(k, t, key, h, e, n, py);
+}
+
+/* key: the walk key of the frames e[] came from (recent_find) */
+static inline __attribute__((always_inline)) uint32_t
+depot_save(struct odb_kernel *k, uint64_t key, void *const *e, unsigned int n, const char *py)
+{
+	struct odb_task *t;
+	struct stack_record *r;
+
+	/* (the task slot's look-up only: a save never creates a task) */
+	if (!odb_current_fast(k, &t))
+		t = NULL;
+	if (t && (r = recent_find(t, key, e, n, py)))
+		return r->handle;
+	return depot_lookup(k, t, key, e, n, py);
 }
 
 /*
@@ -273,17 +317,20 @@ out:
  * frame outside it (the caller).  Cheap enough for every tracked alloc/free;
  * glibc's unwinder is the fallback where the range is unknown.
  */
-static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, int max)
+static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, int max,
+					     uint64_t *keyp)
 {
 	void **fp = __builtin_frame_address(0);   /* never NULL; each next is above it */
 	uintptr_t lo = d->text_lo, span = d->text_hi - d->text_lo;
-	int n = 0;
+	void **o = out, **end = out + max;
+	uint64_t key = 0;
 
-	while (n < max) {
+	do {
 		void *ret = fp[1];
 		void **next = fp[0];
 
-		out[n++] = ret;
+		*o++ = ret;
+		key = walk_key_mix(key, ret);
 		if ((uintptr_t)ret - lo >= span)
 			break;               /* the caller outside odebug: last frame */
 		/* not a sane frame chain: next at or below fp (the difference wraps),
@@ -291,8 +338,9 @@ static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, in
 		if ((uintptr_t)next - (uintptr_t)fp - 1 >= (1u << 20))
 			break;
 		fp = next;
-	}
-	return n;
+	} while (o < end);
+	*keyp = key;
+	return (int)(o - out);
 }
 
 uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
@@ -300,12 +348,18 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 	void *raw[DEPOT_RAW_FRAMES];
 	char py[256];
 	bool have_py = false;
-	int n = k->depot->text_hi ? fp_walk(k->depot, raw, DEPOT_RAW_FRAMES)
-				  : backtrace(raw, DEPOT_RAW_FRAMES);
+	uint64_t key;
+	int n;
 	unsigned int from = 1 + skip, cnt;
 
-	if (n < 0)
-		n = 0;
+	if (k->depot->text_hi) {
+		n = fp_walk(k->depot, raw, DEPOT_RAW_FRAMES, &key);
+	} else {
+		n = backtrace(raw, DEPOT_RAW_FRAMES);
+		if (n < 0)
+			n = 0;
+		key = walk_key(raw, (unsigned int)n);
+	}
 	if (from > (unsigned int)n)
 		from = (unsigned int)n;
 	cnt = (unsigned int)n - from;
@@ -315,7 +369,7 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 		py[0] = '\0';
 		have_py = k->frame_hook(k->frame_hook_ctx, py, sizeof(py)) && py[0];
 	}
-	return depot_save(k, raw + from, cnt, have_py ? py : NULL);
+	return depot_save(k, key, raw + from, cnt, have_py ? py : NULL);
 }
 
 /*
@@ -370,7 +424,7 @@ uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned 
 		py[0] = '\0';
 		have_py = k->frame_hook(k->frame_hook_ctx, py, sizeof(py)) && py[0];
 	}
-	return depot_save(k, raw, n, have_py ? py : NULL);
+	return depot_save(k, walk_key(raw, n), raw, n, have_py ? py : NULL);
 }
 
 uint32_t odb_stack_save(odb_kernel *k, unsigned int skip)
