@@ -1806,7 +1806,8 @@ static void free_active_or_defer(struct odb_kernel *k, struct debug_objects *d, 
 	odb_defer(t, &w->d);
 }
 
-static void __debug_check_no_obj_freed(struct odb_kernel *k, odb_addr_t address, uint64_t size)
+static __attribute__((noinline)) void __debug_check_no_obj_freed(struct odb_kernel *k, odb_addr_t address,
+								uint64_t size)
 {
 	struct debug_objects *d = dobj(k);
 	odb_addr_t saddr = address, eaddr = address + size, paddr = saddr & ODEBUG_CHUNK_MASK;
@@ -1890,18 +1891,44 @@ repair:
 	schedule_free_work(k, d, work);
 }
 
+/*
+ * A range within one chunk whose bucket is empty (most frees: few objects are
+ * tracked) is decided by the hooks below, inline, without the walk's call: the
+ * walk would check nothing and keep every stat as it is (see its shortcut).
+ * The freeing work is still scheduled.  Not under the controlled scheduler,
+ * whose schedules keep the walk's lock and its sites.
+ */
+static inline __attribute__((always_inline)) bool
+nothing_tracked(struct odb_kernel *k, struct debug_objects *d, odb_addr_t addr, uint64_t size)
+{
+	if (likely(size && ((addr ^ (addr + size - 1)) & ODEBUG_CHUNK_MASK) == 0) &&
+	    !READ_ONCE(get_bucket(d, addr)->list.first) &&
+	    likely(!k->sched_controlled && !odb_sched_on(k))) {
+		schedule_free_work(k, d, false);
+		return true;
+	}
+	return false;
+}
+
 void debug_check_no_obj_freed_range(struct odb_kernel *k, odb_addr_t addr, uint64_t size)
 {
-	if (enabled(dobj(k)))
+	struct debug_objects *d = dobj(k);
+
+	if (enabled(d) && !nothing_tracked(k, d, addr, size))
 		__debug_check_no_obj_freed(k, addr, size);
 }
 
 /* The slab's hook (host pointers into the arena). */
 void debug_check_no_obj_freed(struct odb_kernel *k, const void *address, unsigned long size)
 {
-	if (!enabled(dobj(k)) || !address)
+	struct debug_objects *d = dobj(k);
+	odb_addr_t addr;
+
+	if (!enabled(d) || !address)
 		return;
-	__debug_check_no_obj_freed(k, host_to_virt(k, address), size);
+	addr = host_to_virt(k, address);
+	if (!nothing_tracked(k, d, addr, size))
+		__debug_check_no_obj_freed(k, addr, size);
 }
 
 /* The page allocator's hook. */

@@ -424,18 +424,28 @@ static void reduce_end(struct odb_kernel *k, struct quarantine *q)
 		srcu_read_unlock(k, &q->remove_cache_srcu);
 }
 
-static void reduce_batched(struct odb_kernel *k)
+static void reduce_batched_slow(struct odb_kernel *k, struct quarantine *q);
+
+/* The check every blocking allocation makes (twice per kmalloc, as in the
+ * kernel): inline and frameless; the eviction is out of line. */
+static inline __attribute__((always_inline)) void reduce_batched(struct odb_kernel *k)
 {
 	struct quarantine *q = &kasan_state(k)->q;
-	struct qlist_head to_free = { 0 };
-	unsigned long flags;
-	uint64_t t0, t1, objs;
-	size_t bytes;
 
 	STAT_INC(q, reduce_calls);
 	if (likely(READ_ONCE_RACY(k, q->quarantine_size, true) <=
 		   READ_ONCE_RACY(k, q->quarantine_max_size, true)))
 		return;
+	reduce_batched_slow(k, q);
+}
+
+static __attribute__((noinline)) void reduce_batched_slow(struct odb_kernel *k, struct quarantine *q)
+{
+	struct qlist_head to_free = { 0 };
+	unsigned long flags;
+	uint64_t t0, t1, objs;
+	size_t bytes;
+
 	reduce_begin(k, q);
 	local_irq_save(k, flags);
 	quarantine_lock_acquire(k, q);
