@@ -1931,6 +1931,13 @@ void debug_check_no_obj_freed(struct odb_kernel *k, const void *address, unsigne
 		__debug_check_no_obj_freed(k, addr, size);
 }
 
+bool debug_check_no_obj_freed_fast(struct odb_kernel *k, const void *address, unsigned long size)
+{
+	struct debug_objects *d = dobj(k);
+
+	return enabled(d) && address && nothing_tracked(k, d, host_to_virt(k, address), size);
+}
+
 /* The page allocator's hook. */
 static void debug_check_no_obj_freed_pages(struct odb_kernel *k, odb_addr_t addr, size_t size)
 {

@@ -222,6 +222,7 @@ int kasan_early_init(struct odb_kernel *k)
 	ks->policy_arg = QUARANTINE_BATCHED;
 	pthread_mutex_init(&ks->report_lock, NULL);
 	pthread_mutex_init(&ks->vshadow_lock, NULL);
+	pthread_mutex_init(&ks->tmpl_lock, NULL);
 	atomic_init(&ks->vshadow_ready, false);
 	k->kasan = ks;
 	return 0;
@@ -296,6 +297,7 @@ void kasan_exit(struct odb_kernel *k)
 		shadow_unmap(ks->vshadow, ks->vshadow_size);
 	pthread_mutex_destroy(&ks->report_lock);
 	pthread_mutex_destroy(&ks->vshadow_lock);
+	pthread_mutex_destroy(&ks->tmpl_lock);
 	k->kasan = NULL;
 	free(ks);
 }
@@ -393,6 +395,10 @@ static void kasan_save_track(struct odb_kernel *k, void *at)
 	struct odb_task *t = odb_current(k);
 	struct kasan_track tr = { .pid = t ? (uint32_t)t->pid : 0, .stack = kasan_save_stack(k) };
 
+	if (t) {
+		t->kasan_saves++;
+		t->kasan_last_stack = tr.stack;
+	}
 	memcpy(at, &tr, sizeof(tr));
 }
 
@@ -507,7 +513,7 @@ void *kasan_slab_alloc(struct kmem_cache *s, void *object, gfp_t flags)
 	return object;
 }
 
-KASAN_INLINE void poison_kmalloc_redzone(struct kmem_cache *s, void *object, size_t size)
+KASAN_INLINE void poison_kmalloc_redzone_shadow(struct kmem_cache *s, void *object, size_t size)
 {
 	struct odb_kernel *k = s->k;
 	odb_addr_t a = host_to_virt(k, object);
@@ -517,6 +523,11 @@ KASAN_INLINE void poison_kmalloc_redzone(struct kmem_cache *s, void *object, siz
 	kasan_poison_last_granule(k, a, size);
 	if (rz_end > rz_start)
 		kasan_poison(k, rz_start, (size_t)(rz_end - rz_start), KASAN_SLAB_REDZONE);
+}
+
+KASAN_INLINE void poison_kmalloc_redzone(struct kmem_cache *s, void *object, size_t size)
+{
+	poison_kmalloc_redzone_shadow(s, object, size);
 	if (s->flags & SLAB_KMALLOC)
 		kasan_save_alloc_info(s, object);
 }
@@ -634,6 +645,92 @@ bool kasan_slab_free(struct kmem_cache *s, void *object, bool still_accessible)
 		     KASAN_SLAB_FREE);
 	kasan_save_free_info(s, object);
 	return kasan_quarantine_put(s, object);
+}
+
+/* ---- the public API's fast paths (issue 16) -------------------------------------------- */
+void kasan_tmpl_capture(struct odb_kernel *k, uint64_t key, uint32_t handle, void *fp)
+{
+	struct kasan_state *ks = kasan_state(k);
+	unsigned int n = sizeof(ks->tmpl) / sizeof(ks->tmpl[0]);
+	unsigned int i = (unsigned int)((key * 0x9e3779b97f4a7c15ULL) >> 58) % n;
+	struct odb_stack_tmpl t;
+
+	/* (KASAN's saves are stack_depot_save_current(k, 2): kasan_save_stack) */
+	if (!stack_depot_tmpl_capture(k, handle, 2, fp, &t))
+		return;
+	pthread_mutex_lock(&ks->tmpl_lock);
+	for (unsigned int probe = 0; probe < n; probe++, i = (i + 1) % n) {
+		uint64_t have = atomic_load_explicit(&ks->tmpl[i].key, memory_order_relaxed);
+
+		if (have == key)
+			break;              /* another thread's capture of the same path */
+		if (!have) {
+			ks->tmpl[i].t = t;
+			atomic_store_explicit(&ks->tmpl[i].key, key, memory_order_release);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ks->tmpl_lock);
+}
+
+static inline void kasan_save_track_tmpl(struct odb_task *t, struct odb_kernel *k, void *at,
+					 const struct odb_stack_tmpl *tp, void *fp)
+{
+	struct kasan_track tr = { .pid = (uint32_t)t->pid,
+				  .stack = stack_depot_save_tmpl(k, t, tp, fp) };
+
+	memcpy(at, &tr, sizeof(tr));
+}
+
+/* (an api_kasan_fast cache's objects have both metas: slub.c) */
+void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object, size_t size,
+			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, int *ret)
+{
+	struct odb_kernel *k = s->k;
+	struct kasan_alloc_meta *m = (void *)((char *)object + s->kasan_alloc_meta_offset);
+	size_t whole = ALIGN(s->object_size, KASAN_GRANULE_SIZE);
+
+	*ret = ODB_OK;
+	/* kasan_slab_alloc (a kmalloc cache's alloc track is kasan_kmalloc's) */
+	if (gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
+		*ret = ODB_EBUG;
+	kasan_unpoison_obj(k, object, s->object_size);
+	/* kasan_kmalloc: poison_kmalloc_redzone */
+	if (gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
+		*ret = ODB_EBUG;
+	if (size & KASAN_GRANULE_MASK)
+		*kasan_host_to_shadow(k, (char *)object + size) = (uint8_t)(size & KASAN_GRANULE_MASK);
+	if (ALIGN(size, KASAN_GRANULE_SIZE) < whole)
+		kasan_shadow_set_obj(k, (char *)object + ALIGN(size, KASAN_GRANULE_SIZE),
+				     whole - ALIGN(size, KASAN_GRANULE_SIZE), KASAN_SLAB_REDZONE);
+	memset(m, 0, sizeof(*m));
+	kasan_save_track_tmpl(t, k, &m->alloc_track, tp, fp);
+	return object;
+}
+
+bool kasan_slab_free_fast(struct kmem_cache *s, struct odb_task *t, void *object,
+			  const struct odb_stack_tmpl *tp, void *fp)
+{
+	struct odb_kernel *k = s->k;
+	struct kasan_free_meta *m = (void *)((char *)object + s->kasan_free_meta_offset);
+	struct kasan_track tr;
+	struct odb_irq_fast f;
+
+	/* the stack first: the frame hook runs outside the irq-off section */
+	tr.pid = (uint32_t)t->pid;
+	tr.stack = stack_depot_save_tmpl(k, t, tp, fp);
+	if (!odb_irq_fast_try(t, &f))
+		return false;
+	if (!kasan_quarantine_fits(s, f.cpu)) {
+		odb_irq_fast_restore(&f);
+		return false;
+	}
+	kasan_shadow_set_obj(k, object, s->object_size, KASAN_SLAB_FREE);
+	memcpy(&m->free_track, &tr, sizeof(tr));
+	*kasan_host_to_shadow(k, object) = KASAN_SLAB_FREE_META;
+	kasan_quarantine_put_locked(s, object, f.cpu);
+	odb_irq_fast_restore(&f);
+	return true;
 }
 
 bool kasan_kfree_large(struct odb_kernel *k, void *ptr, unsigned long ip)

@@ -158,6 +158,14 @@ struct kasan_state {
 	struct quarantine q;
 	enum quarantine_policy policy_arg;
 	enum quarantine_fixes fixes_arg;
+	/* the public API's fast paths: stack templates by code path (kasan.c) */
+	pthread_mutex_t tmpl_lock;
+	struct kasan_api_tmpl {
+		_Atomic uint64_t key;         /* 0: free; published last (release) */
+		struct odb_stack_tmpl t;
+	} tmpl[64];
+	/* the last template found for a key (a hint: its key is compared) */
+	struct kasan_api_tmpl *_Atomic tmpl_hint[2];   /* [0] alloc, [1] free */
 };
 
 static inline struct kasan_state *kasan_state(struct odb_kernel *k)
@@ -297,7 +305,113 @@ struct kasan_alloc_meta *kasan_get_alloc_meta(struct kmem_cache *s, void *object
 struct kasan_free_meta *kasan_get_free_meta(struct kmem_cache *s, void *object);
 uint32_t kasan_save_stack(struct odb_kernel *k);
 
+/* ---- the public API's KASAN fast paths (issue 16; kasan.c, slub.c) ------------------------ *
+ * odb_kmalloc/odb_kfree of a kmalloc cache with nothing but KASAN (and debug
+ * objects' free check) on it do the slow path's work -- the same shadow, meta,
+ * tracks, statistics and quarantine -- without its layers; the two saved
+ * stacks are the slow path's records through stack templates (kernel.h),
+ * captured per code path from the slow path itself.  A key names the code
+ * path of a save: every input the slow path's control flow on the frame chain
+ * depends on. */
+static inline uint64_t kasan_tmpl_key_alloc(unsigned int cache_idx, size_t size,
+					    unsigned int object_size, unsigned int gfp)
+{
+	return (1ULL << 62) | ((uint64_t)gfp << 16) | ((uint64_t)cache_idx << 2) |
+	       ((size & KASAN_GRANULE_MASK) ? 2u : 0u) |
+	       (ALIGN(size, KASAN_GRANULE_SIZE) < ALIGN(object_size, KASAN_GRANULE_SIZE) ? 1u : 0u);
+}
+static inline uint64_t kasan_tmpl_key_free(bool debug_check)
+{
+	return (1ULL << 61) | (debug_check ? 1u : 0u);
+}
+static inline const struct odb_stack_tmpl *kasan_tmpl_find(struct odb_kernel *k, uint64_t key)
+{
+	struct kasan_state *ks = kasan_state(k);
+	unsigned int n = sizeof(ks->tmpl) / sizeof(ks->tmpl[0]);
+	unsigned int i = (unsigned int)((key * 0x9e3779b97f4a7c15ULL) >> 58) % n;
+	struct kasan_api_tmpl *_Atomic *hint = &ks->tmpl_hint[(key >> 61) & 1];
+	struct kasan_api_tmpl *h = atomic_load_explicit(hint, memory_order_relaxed);
+
+	/* (a slot's key never changes once published: a hint whose key matches
+	 * is that slot, and its acquire load orders the template's reads) */
+	if (h && atomic_load_explicit(&h->key, memory_order_acquire) == key)
+		return &h->t;
+	for (unsigned int probe = 0; probe < n; probe++, i = (i + 1) % n) {
+		uint64_t have = atomic_load_explicit(&ks->tmpl[i].key, memory_order_acquire);
+
+		if (have == key) {
+			atomic_store_explicit(hint, &ks->tmpl[i], memory_order_relaxed);
+			return &ks->tmpl[i].t;
+		}
+		if (!have)
+			return NULL;
+	}
+	return NULL;
+}
+/* kasan_poison / kasan_unpoison of a slab object (host pointer, granule
+ * aligned, inside the arena): the shadow stores alone, the same bytes. */
+static inline void kasan_shadow_set_obj(struct odb_kernel *k, const void *p, size_t size,
+					uint8_t v)
+{
+	uint8_t *sh = kasan_host_to_shadow(k, p);
+	size_t n = (size + KASAN_GRANULE_SIZE - 1) >> KASAN_SHADOW_SCALE_SHIFT;
+	uint64_t w = v * 0x0101010101010101ULL;
+
+	if (n >= 8 && n <= 16) {
+		memcpy(sh, &w, 8);
+		memcpy(sh + n - 8, &w, 8);
+	} else {
+		memset(sh, v, n);
+	}
+}
+static inline void kasan_unpoison_obj(struct odb_kernel *k, const void *p, size_t size)
+{
+	kasan_shadow_set_obj(k, p, size, 0);
+	if (size & KASAN_GRANULE_MASK)
+		*kasan_host_to_shadow(k, (const char *)p + size) = (uint8_t)(size & KASAN_GRANULE_MASK);
+}
+/* After a slow path's call that made exactly one KASAN save (handle), from
+ * the API function whose frame is fp: keep its template under key. */
+void kasan_tmpl_capture(struct odb_kernel *k, uint64_t key, uint32_t handle, void *fp);
+/* kasan_slab_alloc + kasan_kmalloc of a kmalloc object, the alloc track's
+ * stack through *tp from fp; t: the task (odb_current_fast). */
+void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object, size_t size,
+			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, int *ret);
+/* kasan_slab_free of an object whose free checks passed: false (nothing
+ * done) when the put would flush the vCPU's quarantine (or the vCPU's lock is
+ * not the task's): the slow path does it all. */
+bool kasan_slab_free_fast(struct kmem_cache *s, struct odb_task *t, void *object,
+			  const struct odb_stack_tmpl *tp, void *fp);
+
 /* ---- quarantine (quarantine.c) ----------------------------------------------------------- */
+/* Inside vCPU cpu's irq-off section: would a put of s's object leave the
+ * vCPU's list within QUARANTINE_PERCPU_SIZE (no flush)?  Then the put. */
+bool kasan_quarantine_fits(struct kmem_cache *s, int cpu);
+/* Would kasan_quarantine_reduce() evict now?  (the check it begins with) */
+static inline bool kasan_quarantine_over(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+
+	if (q->policy == QUARANTINE_QUARTER)
+		return READ_ONCE(q->old_global.bytes) > READ_ONCE(q->old_quarantine_size);
+	return READ_ONCE(q->quarantine_size) > READ_ONCE(q->quarantine_max_size);
+}
+/* kasan_quarantine_reduce() from a fast path outside an API call: the check
+ * (and its count) inline; an eviction runs inside an API call of its own
+ * (odb_enter/odb_leave).  Returns odb_leave's code (ODB_EBUG when it
+ * reported), else ODB_OK. */
+int kasan_quarantine_reduce_api_slow(struct odb_kernel *k);
+static inline int kasan_quarantine_reduce_api(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+
+	if (likely(!kasan_quarantine_over(k))) {
+		__atomic_fetch_add(&q->st.reduce_calls, 1, __ATOMIC_RELAXED);   /* STAT_INC */
+		return ODB_OK;
+	}
+	return kasan_quarantine_reduce_api_slow(k);
+}
+void kasan_quarantine_put_locked(struct kmem_cache *s, void *object, int cpu);
 int quarantine_init(struct odb_kernel *k);
 void quarantine_exit(struct odb_kernel *k);
 /* CPU hotplug callbacks (odb_cpu_offline / odb_cpu_online). */

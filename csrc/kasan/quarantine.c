@@ -409,6 +409,42 @@ static bool quarantine_put_common(struct kmem_cache *cache, struct qlist_node *l
 	return true;
 }
 
+int kasan_quarantine_reduce_api_slow(struct odb_kernel *k)
+{
+	struct quarantine *q = &kasan_state(k)->q;
+	struct odb_task *t;
+
+	/* an eviction frees objects of any cache, a debug cache's with its
+	 * checks: inside an API call, so that a report is the call's */
+	t = odb_enter(k);
+	if (!t) {
+		STAT_INC(q, reduce_calls);
+		return ODB_OK;
+	}
+	kasan_quarantine_reduce(k);
+	return odb_leave(t, ODB_OK);
+}
+
+bool kasan_quarantine_fits(struct kmem_cache *cache, int cpu)
+{
+	struct qlist_head *cq = &kasan_state(cache->k)->q.cpu_quarantine[cpu];
+
+	return !cq->offline && cq->bytes + cache->size <= QUARANTINE_PERCPU_SIZE;
+}
+
+/* quarantine_put_common's put without a flush (kasan_quarantine_fits said so),
+ * its caller already inside the vCPU's irq-off section. */
+void kasan_quarantine_put_locked(struct kmem_cache *cache, void *object, int cpu)
+{
+	struct odb_kernel *k = cache->k;
+	struct quarantine *q = &kasan_state(k)->q;
+	/* (an api_kasan_fast cache's objects have their free meta) */
+	struct kasan_free_meta *m = (void *)((char *)object + cache->kasan_free_meta_offset);
+
+	qlist_put(k, &q->cpu_quarantine[cpu], &m->quarantine_link, cache->size);
+	STAT_INC(q, put_calls);
+}
+
 /* ---- reduce -------------------------------------------------------------------------------------- */
 /* The batch taken off the global quarantine is freed outside quarantine_lock;
  * from v4.11 on inside an SRCU read section, which a cache destroy waits for. */

@@ -275,7 +275,14 @@ struct odb_task {
 	 * finds its handle here without hashing */
 	struct stack_record *depot_recent[ODB_DEPOT_RECENT];
 	uint64_t depot_recent_key[ODB_DEPOT_RECENT];
+	/* the stack template whose frames a recent record is known to begin with
+	 * (stack_depot_save_tmpl), or NULL */
+	const struct odb_stack_tmpl *depot_recent_tmpl[ODB_DEPOT_RECENT];
 	unsigned int depot_recent_next;
+	/* KASAN's track saves by this task (kasan.c): how many, and the last
+	 * handle -- how an API call's slow path hands a stack template over */
+	unsigned int kasan_saves;
+	uint32_t kasan_last_stack;
 	/* a slotless task's notes (tp 0: never biased, never read by another thread) */
 	struct odb_task_slot own_slot;
 };
@@ -730,6 +737,33 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip);
  * function calling a KASAN callback) outwards, while the frames stay in ip's
  * module; stack_depot_save_current(k, skip) if ip is not on the frame chain. */
 uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned int skip);
+/*
+ * Stack templates (issue 16: the KASAN fast paths of the public API).  A save
+ * made at a fixed depth below a known frame F (an API entry's own frame)
+ * records the frames between the save and F -- always the same return
+ * addresses for one code path -- and then F's chain outwards.  A template is
+ * that inner part, captured from a real save of the slow path (never built
+ * by hand); stack_depot_save_tmpl() then saves the template's frames followed
+ * by a walk from F, which is the record the slow path's own save makes for
+ * the same call (the same frames, the same truncation, the same Python
+ * location), so handles and printed stacks are the same.
+ */
+struct odb_stack_tmpl {
+	unsigned int n;               /* frames before F's */
+	unsigned int raw_base;        /* where F's frames start in the raw walk */
+	void *frames[ODB_STACK_DEPTH];
+};
+/* The save of the slow path's record for a call whose inner frames are *tp
+ * and whose frame chain from F = fp outwards is the caller's; t: the calling
+ * thread's task as its task slot knows it (odb_current_fast), or NULL. */
+uint32_t stack_depot_save_tmpl(struct odb_kernel *k, struct odb_task *t,
+			       const struct odb_stack_tmpl *tp, void *fp);
+/* Capture into *out the inner frames of the record behind handle, a save
+ * made by stack_depot_save_current(k, skip) below F = fp in the calling
+ * function: true if the record ends with F's chain (walked now), holds all of
+ * its frames (not truncated) and its inner frames all lie in odebug's text. */
+bool stack_depot_tmpl_capture(struct odb_kernel *k, uint32_t handle, unsigned int skip, void *fp,
+			      struct odb_stack_tmpl *out);
 /* dump_stack(): "CPU: ... Comm: ..." + "Call Trace:" + the current stack. */
 void dump_stack(struct odb_kernel *k);
 /* Print each frame of handle as " name+0xoff/0xsize" into r. */

@@ -226,6 +226,7 @@ static inline uint32_t recent_note(struct odb_task *t, uint64_t key, struct stac
 
 		t->depot_recent[i] = r;
 		t->depot_recent_key[i] = key;
+		t->depot_recent_tmpl[i] = NULL;
 	}
 	return r->handle;
 }
@@ -317,10 +318,9 @@ depot_save(struct odb_kernel *k, uint64_t key, void *const *e, unsigned int n, c
  * frame outside it (the caller).  Cheap enough for every tracked alloc/free;
  * glibc's unwinder is the fallback where the range is unknown.
  */
-static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, int max,
-					     uint64_t *keyp)
+static inline __attribute__((always_inline)) int
+fp_walk_chain(const struct odb_depot *d, void **fp, void **out, int max, uint64_t *keyp)
 {
-	void **fp = __builtin_frame_address(0);   /* never NULL; each next is above it */
 	uintptr_t lo = d->text_lo, span = d->text_hi - d->text_lo;
 	void **o = out, **end = out + max;
 	uint64_t key = 0;
@@ -343,11 +343,26 @@ static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, in
 	return (int)(o - out);
 }
 
+static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, int max,
+					     uint64_t *keyp)
+{
+	/* never NULL; each next is above it */
+	return fp_walk_chain(d, __builtin_frame_address(0), out, max, keyp);
+}
+
+/* The Python caller from the frame hook, or NULL. */
+static inline const char *depot_py(struct odb_kernel *k, char *py, size_t len)
+{
+	if (!k->frame_hook)
+		return NULL;
+	py[0] = '\0';
+	return k->frame_hook(k->frame_hook_ctx, py, len) && py[0] ? py : NULL;
+}
+
 uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 {
 	void *raw[DEPOT_RAW_FRAMES];
 	char py[256];
-	bool have_py = false;
 	uint64_t key;
 	int n;
 	unsigned int from = 1 + skip, cnt;
@@ -365,11 +380,84 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 	cnt = (unsigned int)n - from;
 	if (cnt > ODB_STACK_DEPTH)
 		cnt = ODB_STACK_DEPTH;
-	if (k->frame_hook) {
-		py[0] = '\0';
-		have_py = k->frame_hook(k->frame_hook_ctx, py, sizeof(py)) && py[0];
+	return depot_save(k, key, raw + from, cnt, depot_py(k, py, sizeof(py)));
+}
+
+static inline bool py_equal(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+uint32_t stack_depot_save_tmpl(struct odb_kernel *k, struct odb_task *t,
+			       const struct odb_stack_tmpl *tp, void *fp)
+{
+	void *e[DEPOT_RAW_FRAMES];
+	char py[256];
+	const char *pyp;
+	uint64_t key;
+	unsigned int n = tp->n, cnt, s;
+	uint32_t handle;
+
+	/* F's chain (the slow path's raw walk stops at DEPOT_RAW_FRAMES frames in all) */
+	s = (unsigned int)fp_walk_chain(k->depot, fp, e + n, DEPOT_RAW_FRAMES - (int)tp->raw_base,
+					&key);
+	cnt = n + s < ODB_STACK_DEPTH ? n + s : ODB_STACK_DEPTH;
+	key ^= (uint64_t)(uintptr_t)tp;
+	pyp = depot_py(k, py, sizeof(py));
+	/* a recent record known to begin with tp's frames: only F's chain and the
+	 * Python location to compare */
+	for (unsigned int i = 0; t && i < ODB_DEPOT_RECENT; i++) {
+		const struct stack_record *r = t->depot_recent[i];
+
+		if (t->depot_recent_key[i] == key && t->depot_recent_tmpl[i] == tp && r->nr == cnt &&
+		    frames_equal(r->entries + n, e + n, cnt - n) && py_equal(r->py, pyp))
+			return r->handle;
 	}
-	return depot_save(k, key, raw + from, cnt, have_py ? py : NULL);
+	memcpy(e, tp->frames, n * sizeof(void *));
+	handle = depot_lookup(k, t, key, e, cnt, pyp);
+	if (t && handle) {
+		/* the record depot_lookup noted last holds exactly e[] (compared or
+		 * copied): it begins with tp's frames */
+		unsigned int i = (t->depot_recent_next - 1) % ODB_DEPOT_RECENT;
+
+		if (t->depot_recent[i] && t->depot_recent[i]->handle == handle &&
+		    t->depot_recent_key[i] == key)
+			t->depot_recent_tmpl[i] = tp;
+	}
+	return handle;
+}
+
+bool stack_depot_tmpl_capture(struct odb_kernel *k, uint32_t handle, unsigned int skip, void *fp,
+			      struct odb_stack_tmpl *out)
+{
+	struct odb_depot *d = k->depot;
+	void *chain[DEPOT_RAW_FRAMES];
+	struct stack_record *r = NULL;
+	unsigned int n, s;
+	uint64_t key;
+
+	if (!d->text_hi || !handle)
+		return false;   /* (glibc's unwinder: no frame chain to join) */
+	pthread_mutex_lock(&d->lock);
+	if (handle <= d->nr)
+		r = d->recs[handle - 1];
+	pthread_mutex_unlock(&d->lock);
+	if (!r)
+		return false;
+	/* records are immutable and live as long as the kernel */
+	s = (unsigned int)fp_walk_chain(d, fp, chain, DEPOT_RAW_FRAMES, &key);
+	if (r->nr >= ODB_STACK_DEPTH || r->nr <= s)
+		return false;
+	n = r->nr - s;
+	if (!frames_equal(r->entries + n, chain, s))
+		return false;
+	for (unsigned int i = 0; i < n; i++)
+		if ((uintptr_t)r->entries[i] - d->text_lo >= d->text_hi - d->text_lo)
+			return false;
+	out->n = n;
+	out->raw_base = 1 + skip + n;
+	memcpy(out->frames, r->entries, n * sizeof(void *));
+	return true;
 }
 
 /*
@@ -384,7 +472,7 @@ uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned 
 	void *raw[DEPOT_RAW_FRAMES];
 	void **fp = __builtin_frame_address(0);
 	char py[256];
-	bool have_py = false, found = false;
+	bool found = false;
 	Dl_info di;
 	void *base = NULL;
 	unsigned int n = 0;
@@ -420,11 +508,7 @@ uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned 
 	}
 	if (!found)
 		return stack_depot_save_current(k, skip + 1);
-	if (k->frame_hook) {
-		py[0] = '\0';
-		have_py = k->frame_hook(k->frame_hook_ctx, py, sizeof(py)) && py[0];
-	}
-	return depot_save(k, walk_key(raw, n), raw, n, have_py ? py : NULL);
+	return depot_save(k, walk_key(raw, n), raw, n, depot_py(k, py, sizeof(py)));
 }
 
 uint32_t odb_stack_save(odb_kernel *k, unsigned int skip)

@@ -82,6 +82,9 @@ unsigned int kmem_cache_size(const struct kmem_cache *s);
  * called by the slab on every object free unless SLAB_DEBUG_OBJECTS, and by
  * the page allocator on every page free). Defined by debugobjects/. */
 void debug_check_no_obj_freed(struct odb_kernel *k, const void *address, unsigned long size);
+/* The same when it has nothing to walk (one chunk, an empty bucket; not under
+ * the controlled scheduler): true, done; false: nothing done, call the above. */
+bool debug_check_no_obj_freed_fast(struct odb_kernel *k, const void *address, unsigned long size);
 
 int odb_slab_init(struct odb_kernel *k, char *errbuf, size_t errlen);   /* kmem_cache_init */
 void odb_slab_exit(struct odb_kernel *k);

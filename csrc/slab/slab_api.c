@@ -252,6 +252,14 @@ int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_ad
 int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 {
 	void *p;
+	int r;
+
+	/* KASAN's fast path (slub.h), before the call's bookkeeping */
+	p = kmalloc_kasan_fast(k, size, gfp, __builtin_frame_address(0), &r);
+	if (p) {
+		*out = host_to_virt(k, p);
+		return r;
+	}
 	ENTER(k);
 
 	*out = 0;
@@ -262,7 +270,16 @@ int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 	if (size > KMALLOC_MAX_SIZE)
 		LEAVE(odb_err(k, ODB_ENOMEM, "kmalloc(%zu): larger than KMALLOC_MAX_SIZE (%lu)", size,
 			      (unsigned long)KMALLOC_MAX_SIZE));
-	p = kmalloc(k, size, gfp);
+	/* the slow path, which hands its code path's stack template over to the
+	 * fast path the first time (kasan.h) */
+	{
+		uint64_t key = kmalloc_kasan_tmpl_key(k, size, gfp);
+		unsigned int saves = t_->kasan_saves;
+
+		p = kmalloc(k, size, gfp);
+		if (key && p && t_->kasan_saves == saves + 1 && !t_->bug && !kasan_tmpl_find(k, key))
+			kasan_tmpl_capture(k, key, t_->kasan_last_stack, __builtin_frame_address(0));
+	}
 	if (!p)
 		LEAVE(odb_err(k, ODB_ENOMEM, "kmalloc(%zu) failed", size));
 	*out = host_to_virt(k, p);
@@ -273,6 +290,11 @@ int __odb_kfree(odb_kernel *k, odb_addr_t x)
 {
 	void *p;
 	int r = 0;
+
+	/* KASAN's fast path (slub.h), before the call's bookkeeping */
+	if (odb_in_arena(k, x, 1) &&
+	    kfree_kasan_fast(k, virt_to_host(k, x), __builtin_frame_address(0)))
+		return ODB_OK;
 	ENTER(k);
 
 	if (x <= ODB_ZERO_SIZE_PTR)   /* ZERO_OR_NULL_PTR */
@@ -284,8 +306,18 @@ int __odb_kfree(odb_kernel *k, odb_addr_t x)
 	p = obj_ptr(k, x, &r);
 	if (!p)
 		LEAVE(r);
-	if (!debug_objects_refuse_free(k, p, "kfree"))   /* a tracker: reported */
+	if (debug_objects_refuse_free(k, p, "kfree"))   /* a tracker: reported */
+		LEAVE(ODB_OK);
+	/* the slow path, handing its stack template over the first time */
+	{
+		uint64_t key = kfree_kasan_tmpl_key(k, p);
+		unsigned int saves = t_->kasan_saves;
+
 		kfree(k, p);
+		if (key && t_->kasan_saves == saves + 1 && !t_->bug && !kasan_tmpl_find(k, key) &&
+		    kfree_kasan_tmpl_key(k, p) == key)
+			kasan_tmpl_capture(k, key, t_->kasan_last_stack, __builtin_frame_address(0));
+	}
 	LEAVE(ODB_OK);
 }
 

@@ -1757,6 +1757,119 @@ full:
 	return __odb_kfree(k, x);
 }
 
+/* ---- the public API's KASAN fast paths (issue 16; slub.h, kasan.h) ---------------------- */
+uint64_t kmalloc_kasan_tmpl_key(struct odb_kernel *k, size_t size, gfp_t gfp)
+{
+	unsigned int idx;
+	struct kmem_cache *s;
+
+	if (size - 1 >= KMALLOC_MAX_CACHE_SIZE)
+		return 0;
+	idx = kmalloc_index(size);
+	s = slab_state(k)->kmalloc_caches[idx];
+	if (!s || !s->api_kasan_fast)
+		return 0;
+	return kasan_tmpl_key_alloc(idx, size, s->object_size, gfp);
+}
+
+uint64_t kfree_kasan_tmpl_key(struct odb_kernel *k, const void *x)
+{
+	struct slab *sl = virt_to_slab(k, x);
+	struct kmem_cache *s = sl ? sl->slab_cache : NULL;
+
+	if (!s || !s->api_kasan_fast)
+		return 0;
+	return kasan_tmpl_key_free(s->check_obj_freed && debug_objects_enabled_fast(k));
+}
+
+/*
+ * slab_alloc_slow + kasan_kmalloc for a kmalloc cache with KASAN and nothing
+ * else on it: failslab off, the per-vCPU freelist's pop by the task whose
+ * lock is biased to it (ALLOC_FASTPATH, as the slow path counts a pop),
+ * __GFP_ZERO, then KASAN's two hooks with the alloc track through the
+ * template of this code path.  Anything else -- no template yet, an empty
+ * freelist, a busy vCPU, a corrupt free pointer -- returns NULL having done
+ * nothing.
+ */
+void *kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, int *ret)
+{
+	const struct odb_stack_tmpl *tp;
+	struct kmem_cache_cpu *c;
+	struct odb_irq_fast f;
+	struct kmem_cache *s;
+	struct odb_task *t;
+	void *object, *next;
+	unsigned int idx;
+
+	if (size - 1 >= KMALLOC_MAX_CACHE_SIZE ||
+	    !atomic_load_explicit(&k->api_fast, memory_order_relaxed))
+		return NULL;
+	idx = kmalloc_index(size);
+	s = slab_state(k)->kmalloc_caches[idx];
+	if (!s->api_kasan_fast || READ_ONCE(k->failslab.attr.probability))
+		return NULL;
+	tp = kasan_tmpl_find(k, kasan_tmpl_key_alloc(idx, size, s->object_size, gfp));
+	if (!tp)
+		return NULL;
+	/* a quarantine to evict: the slow path (an eviction racing in after this
+	 * check runs inside an API call of its own: kasan_quarantine_reduce_api) */
+	if (gfpflags_allow_blocking(gfp) && kasan_quarantine_over(k))
+		return NULL;
+	if (!odb_current_fast(k, &t) || !odb_irq_fast_try(t, &f))
+		return NULL;
+	c = &s->cpu_slab[f.cpu];
+	object = c->freelist;
+	if (unlikely(!object)) {
+		odb_irq_fast_restore(&f);
+		return NULL;
+	}
+	next = get_freepointer(s, object);
+	if (unlikely(!freeptr_valid(s, object, next))) {
+		odb_irq_fast_restore(&f);
+		return NULL;   /* the slow path reports and cuts the chain */
+	}
+	c->freelist = next;
+	c->tid++;
+	stat_c(c, ALLOC_FASTPATH);
+	odb_irq_fast_restore(&f);
+	if (unlikely(gfp & __GFP_ZERO))
+		memset(object, 0, s->object_size);
+	return kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, ret);
+}
+
+/*
+ * kfree of such a cache's object that every free check passes -- a slab
+ * object at a slot start (KASAN's invalid-free check, check_valid_pointer),
+ * still accessible (the double-free check), nothing tracked by debug objects
+ * in its chunk -- and whose quarantine put needs no flush: KASAN's free hook
+ * with the free track through the template.  false: nothing done (but
+ * debug_check_no_obj_freed's work scheduling and the stack's save, which the
+ * slow path repeats to the same effect).
+ */
+bool kfree_kasan_fast(struct odb_kernel *k, void *x, void *fp)
+{
+	const struct odb_stack_tmpl *tp;
+	struct kmem_cache *s;
+	struct odb_task *t;
+	struct slab *sl;
+	bool dobj;
+
+	if (!atomic_load_explicit(&k->api_fast, memory_order_relaxed) || !odb_current_fast(k, &t))
+		return false;
+	sl = virt_to_slab(k, x);
+	if (!sl)
+		return false;
+	s = sl->slab_cache;
+	if (!s->api_kasan_fast || !check_valid_pointer(s, sl, x) || nearest_obj(s, sl, x) != x ||
+	    !kasan_byte_accessible(k, host_to_virt(k, x)))
+		return false;
+	dobj = s->check_obj_freed && debug_objects_enabled_fast(k);
+	tp = kasan_tmpl_find(k, kasan_tmpl_key_free(dobj));
+	if (!tp || (dobj && !debug_check_no_obj_freed_fast(k, x, s->object_size)))
+		return false;
+	return kasan_slab_free_fast(s, t, x, tp, fp);
+}
+
 /* __ksize / slab_ksize: what the caller may use of the object. */
 static size_t slab_ksize(const struct kmem_cache *s)
 {
@@ -1986,6 +2099,12 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	/* odb_kfree's fast path: never for a tracker (debug_objects_refuse_free) */
 	s->api_fastfree = s->fastfree && !(s->flags & SLAB_DEBUG_OBJECTS);
 	s->kasan = kasan_enabled(k);
+	s->api_kasan_fast = s->kasan && (s->flags & SLAB_KMALLOC) &&
+			    !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE | SLAB_DEBUG_OBJECTS |
+					  SLAB_TYPESAFE_BY_RCU)) &&
+			    !s->rcu_debug && !k->sched_controlled &&
+			    s->kasan_meta_size && s->kasan_alloc_meta_offset > 0 &&
+			    s->kasan_free_meta_offset != KASAN_NO_FREE_META;
 	s->modern_debug = kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_MODERN;
 	/* 2016 on: consistency checks only with F; before: with any debug flag */
 	s->debug_checks = (s->flags & SLAB_CONSISTENCY_CHECKS) ||

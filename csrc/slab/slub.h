@@ -125,6 +125,8 @@ struct kmem_cache {
 	bool rcu_debug;                     /* SLAB_TYPESAFE_BY_RCU with SLUB_RCU_DEBUG: frees deferred */
 	bool api_fastfree;                  /* fastfree, and odb_kfree's fast path may free here */
 	bool kasan;                         /* kasan_enabled() (fixed at boot), read on every slow path */
+	bool api_kasan_fast;                /* a kmalloc cache with KASAN and nothing else: the
+					       public API's KASAN fast paths (issue 16) */
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
 	bool init_poison_only;              /* init_object = the poison alone (P without Z, no orig_size) */
@@ -352,6 +354,21 @@ struct kmem_cache *__kmem_cache_create(struct odb_kernel *k, const char *name, u
 struct kmem_cache *kmem_cache_find(struct odb_kernel *k, const char *name);
 /* The kmalloc cache of a size (NULL: 0 or past KMALLOC_MAX_CACHE_SIZE). */
 struct kmem_cache *kmalloc_slab(struct odb_kernel *k, size_t size);
+/*
+ * The public API's KASAN fast paths (issue 16), for odb_kmalloc/odb_kfree
+ * before their API call's bookkeeping (odb_enter), like the no-debug fast
+ * paths: the slow path's work, the same state, without its layers; fp is the
+ * API function's frame (the saved stacks are its chain after the slow path's
+ * inner frames: kasan.h).  NULL / false: nothing was done, the caller takes
+ * the slow path.  *ret: ODB_OK, or ODB_EBUG when a quarantine eviction the
+ * allocation ran (inside an API call of its own) reported.
+ */
+void *kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, int *ret);
+bool kfree_kasan_fast(struct odb_kernel *k, void *x, void *fp);
+/* The template key of a slow kmalloc(size, gfp) (0: no fast path for it). */
+uint64_t kmalloc_kasan_tmpl_key(struct odb_kernel *k, size_t size, gfp_t gfp);
+/* The template key of a slow kfree(x) (0: no fast path for it). */
+uint64_t kfree_kasan_tmpl_key(struct odb_kernel *k, const void *x);
 /* odb_kmalloc / odb_kfree's full paths (slab_api.c), which their fast paths
  * (slub.c) tail-call */
 int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);

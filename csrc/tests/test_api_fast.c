@@ -1,0 +1,300 @@
+/*
+ * The public API's KASAN fast paths (issue 16) change nothing observable: one
+ * seeded workload of odb_kmalloc/odb_kfree (sizes across every kmalloc cache
+ * and past them, GFP_KERNEL / GFP_ATOMIC / __GFP_ZERO / GFP_NOWAIT, frees in
+ * random order, double and invalid frees, use-after-free and out-of-bounds
+ * reads, quarantine flushes and evictions, a Python-style frame hook on and
+ * off), run on a kernel whose kmalloc caches take the fast paths and on one
+ * whose caches never do, leaves the same arena bytes (objects, free pointers,
+ * KASAN's metadata with its stack handles), the same shadow, the same stack
+ * records (symbolised), dmesg, slabinfo, SLUB and quarantine statistics.
+ * Built with the core by tests/test_c_units.py (also under ASan+UBSan, TSan).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/check.h"
+#include "slab/slub.h"
+#include "kasan/kasan.h"
+
+struct snapshot {
+	unsigned char *ram, *shadow, *skip;
+	size_t ram_bytes, shadow_bytes;
+	char *dmesg, *slabinfo, *stacks, *qstats, *stats;
+	uint64_t depot;
+	unsigned int tmpls;
+};
+
+static const char *py_loc;
+static bool py_hook(void *ctx, char *buf, size_t len)
+{
+	(void)ctx;
+	if (!py_loc)
+		return false;
+	snprintf(buf, len, "%s", py_loc);
+	return true;
+}
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static char *append(char *s, const char *t)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(t);
+	char *n = realloc(s, a + b + 1);
+
+	if (!n)
+		abort();
+	memcpy(n + a, t, b + 1);
+	return n;
+}
+
+/* Two call sites a caller would have: an alloc and a free helper each. */
+static __attribute__((noinline)) int do_alloc(odb_kernel *k, size_t size, unsigned int gfp,
+					       odb_addr_t *out)
+{
+	int r = odb_kmalloc(k, size, gfp, out);
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+static __attribute__((noinline)) int do_free(odb_kernel *k, odb_addr_t a)
+{
+	int r = odb_kfree(k, a);
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+#define LIVE 600
+
+static void workload(odb_kernel *k, uint64_t seed, int steps)
+{
+	static const unsigned int gfps[] = { ODB_GFP_KERNEL, ODB_GFP_KERNEL, ODB_GFP_KERNEL,
+					     ODB_GFP_ATOMIC, ODB_GFP_KERNEL | ODB_GFP_ZERO,
+					     ODB_GFP_NOWAIT };
+	static const char *locs[] = { NULL, "w.py:10:f", "w.py:11:f", "v.py:3:g" };
+	odb_addr_t live[LIVE] = { 0 }, freed[64] = { 0 };
+	size_t nfreed = 0;
+	unsigned char buf[16];
+
+	rng_state = seed;
+	for (int i = 0; i < steps; i++) {
+		uint64_t r = rnd();
+		unsigned int slot = (unsigned int)(r % LIVE), op = (unsigned int)((r >> 16) % 100);
+
+		py_loc = locs[(r >> 24) % 4];
+		if (op < 2 && nfreed) {
+			/* a double free, or a use after free */
+			odb_addr_t a = freed[(r >> 32) % nfreed];
+			if (op == 0)
+				(void)do_free(k, a);
+			else
+				(void)odb_kasan_read(k, a, buf, 1);
+		} else if (op < 3 && live[slot]) {
+			(void)do_free(k, live[slot] + 8);          /* an invalid free */
+		} else if (op < 4 && live[slot]) {
+			(void)odb_kasan_read(k, live[slot], buf, 16);   /* maybe out of bounds */
+		} else if (live[slot]) {
+			if (do_free(k, live[slot]) == ODB_OK || 1) {
+				freed[nfreed < 64 ? nfreed++ : (r >> 40) % 64] = live[slot];
+				live[slot] = 0;
+			}
+		} else {
+			size_t size = (r >> 40) % 8 == 0 ? 1 + (r >> 44) % 9000 : 1 + (r >> 44) % 300;
+			(void)do_alloc(k, size, gfps[(r >> 56) % 6], &live[slot]);
+		}
+	}
+	py_loc = NULL;
+	for (unsigned int i = 0; i < LIVE; i++)
+		if (live[i])
+			(void)do_free(k, live[i]);
+}
+
+static void take(odb_kernel *k, struct snapshot *s)
+{
+	struct kasan_state *ks = kasan_state(k);
+	struct odb_quarantine_stats q;
+	char line[256];
+
+	s->ram_bytes = k->ram_bytes;
+	s->ram = malloc(s->ram_bytes);
+	s->shadow_bytes = ks->shadow_size;
+	s->shadow = malloc(s->shadow_bytes);
+	if (!s->ram || !s->shadow)
+		abort();
+	memcpy(s->ram, k->ram, s->ram_bytes);
+	/* debug objects' trackers link by host references (checked before they
+	 * are followed, debugobjects.c): their pages differ between any two
+	 * kernels, fast paths or not */
+	s->skip = calloc(s->ram_bytes >> PAGE_SHIFT, 1);
+	if (!s->skip)
+		abort();
+	for (size_t pg = 0; pg < s->ram_bytes >> PAGE_SHIFT; pg++) {
+		struct slab *sl = virt_to_slab(k, k->ram + (pg << PAGE_SHIFT));
+
+		s->skip[pg] = sl && sl->slab_cache && !strcmp(sl->slab_cache->name, "debug_objects_cache");
+	}
+	memcpy(s->shadow, ks->shadow, s->shadow_bytes);
+	s->dmesg = odb_dmesg(k, false);
+	s->slabinfo = odb_slabinfo_text(k);
+	s->depot = odb_stack_depot_count(k);
+	s->stacks = NULL;
+	for (uint64_t h = 1; h <= s->depot; h++) {
+		char *t = odb_stack_text(k, (uint32_t)h);
+		s->stacks = append(s->stacks, t ? t : "(none)\n");
+		free(t);
+	}
+	memset(&q, 0, sizeof(q));
+	CHECK_EQ(odb_kasan_quarantine_stats(k, &q, NULL), 0);
+	s->qstats = malloc(sizeof(q));
+	if (!s->qstats)
+		abort();
+	memcpy(s->qstats, &q, sizeof(q));
+	s->stats = NULL;
+	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
+		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
+		uint64_t v[64] = { 0 };
+
+		if (!c)
+			continue;
+		CHECK(odb_slub_stat_count() <= 64);
+		CHECK_EQ(odb_kmem_cache_stats(k, c, v, NULL), 0);
+		for (unsigned int j = 0; j < odb_slub_stat_count(); j++) {
+			snprintf(line, sizeof(line), "%s %s %llu\n", c->name, odb_slub_stat_name(j),
+				 (unsigned long long)v[j]);
+			s->stats = append(s->stats, line);
+		}
+	}
+	s->tmpls = 0;
+	for (size_t i = 0; i < sizeof(ks->tmpl) / sizeof(ks->tmpl[0]); i++)
+		s->tmpls += atomic_load(&ks->tmpl[i].key) != 0;
+}
+
+static void drop(struct snapshot *s)
+{
+	free(s->ram);
+	free(s->skip);
+	free(s->shadow);
+	free(s->dmesg);
+	free(s->slabinfo);
+	free(s->stacks);
+	free(s->qstats);
+	free(s->stats);
+}
+
+static void run(bool fast, uint64_t seed, const char *cmdline, struct snapshot *s)
+{
+	odb_kernel *k = odb_test_boot(cmdline, ODB_CLOCK_VIRTUAL, 2, 64 << 20, seed);
+
+	CHECK(k != NULL);
+	if (!k)
+		abort();
+	CHECK_EQ(odb_bind_cpu(k, 0, NULL), 0);
+	odb_set_frame_hook(k, py_hook, NULL);
+	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
+		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
+
+		if (c && !fast)
+			c->api_kasan_fast = false;
+	}
+	workload(k, seed, 60000);
+	take(k, s);
+
+	odb_set_frame_hook(k, NULL, NULL);
+	odb_kernel_destroy(k);
+}
+
+static size_t first_diff(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return i;
+	return n;
+}
+
+static void compare(const char *cmdline, uint64_t seed)
+{
+	struct snapshot f, s;
+
+	/* one call site for both: the C frames of this program are in the walk */
+	volatile int rounds = 2;
+	for (int i = 0; i < rounds; i++)
+		run(i == 0, seed, cmdline, i == 0 ? &f : &s);
+	/* the fast kernel did use fast paths: it captured templates (the slow one
+	 * captures them too, but never uses them) */
+	CHECK(f.tmpls >= 2);
+	CHECK_EQ(f.ram_bytes, s.ram_bytes);
+	if (f.ram_bytes == s.ram_bytes) {
+		size_t d = f.ram_bytes;
+
+		for (size_t pg = 0; pg < f.ram_bytes >> PAGE_SHIFT && d == f.ram_bytes; pg++) {
+			size_t o = pg << PAGE_SHIFT, i;
+
+			if (f.skip[pg] || s.skip[pg])
+				continue;
+			i = first_diff(f.ram + o, s.ram + o, PAGE_SIZE);
+			if (i != PAGE_SIZE)
+				d = o + i;
+		}
+		if (d != f.ram_bytes)
+			fprintf(stderr, "[%s] arena differs at offset %zu\n", cmdline, d);
+		CHECK(d == f.ram_bytes);
+	}
+	CHECK_EQ(f.shadow_bytes, s.shadow_bytes);
+	if (f.shadow_bytes == s.shadow_bytes) {
+		size_t d = first_diff(f.shadow, s.shadow, f.shadow_bytes);
+		if (d != f.shadow_bytes)
+			fprintf(stderr, "[%s] shadow differs at offset %zu\n", cmdline, d);
+		CHECK(d == f.shadow_bytes);
+	}
+	if (getenv("API_FAST_DUMP")) {
+		FILE *o = fopen("/tmp/af_fast.txt", "w");
+		fprintf(o, "%s\n----\n%s\n----\n%s", f.stacks, f.dmesg, f.stats);
+		fclose(o);
+		o = fopen("/tmp/af_slow.txt", "w");
+		fprintf(o, "%s\n----\n%s\n----\n%s", s.stacks, s.dmesg, s.stats);
+		fclose(o);
+		for (size_t i = 0; i < sizeof(struct odb_quarantine_stats) / 8; i++)
+			fprintf(stderr, "q[%zu] %llu %llu\n", i, (unsigned long long)((uint64_t *)f.qstats)[i],
+				(unsigned long long)((uint64_t *)s.qstats)[i]);
+	}
+	CHECK_EQ(f.depot, s.depot);
+	CHECK(!strcmp(f.stacks, s.stacks));
+	CHECK(!strcmp(f.dmesg, s.dmesg));
+	CHECK(!strcmp(f.slabinfo, s.slabinfo));
+	CHECK(!strcmp(f.stats, s.stats));
+	{
+		/* all but the timings (host time: free_ns_*, lock_ns_*, lock_wait_*) */
+		struct odb_quarantine_stats *a = (void *)f.qstats, *b = (void *)s.qstats;
+
+		a->free_ns_max = a->free_ns_p50 = a->free_ns_p99 = a->free_ns_total = 0;
+		b->free_ns_max = b->free_ns_p50 = b->free_ns_p99 = b->free_ns_total = 0;
+		a->lock_ns_max = a->lock_ns_p50 = a->lock_ns_p99 = a->lock_ns_total = 0;
+		b->lock_ns_max = b->lock_ns_p50 = b->lock_ns_p99 = b->lock_ns_total = 0;
+		a->lock_wait_ns_total = a->lock_wait_ns_max = 0;
+		b->lock_wait_ns_total = b->lock_wait_ns_max = 0;
+		CHECK(!memcmp(a, b, sizeof(*a)));
+		CHECK(a->put_calls > 10000 && a->evicted_objects > 1000 && a->flushes > 10);
+	}
+	/* and the workload did what it is meant to: reports of each kind */
+	CHECK(strstr(f.dmesg, "BUG: KASAN: double-free") != NULL);
+	CHECK(strstr(f.dmesg, "BUG: KASAN: invalid-free") != NULL);
+	CHECK(strstr(f.dmesg, "BUG: KASAN: slab-use-after-free") != NULL);
+	drop(&f);
+	drop(&s);
+}
+
+int main(void)
+{
+	compare("kasan_multi_shot", 7);
+	compare("kasan_multi_shot no_debug_objects", 8);
+	compare("kasan_multi_shot odebug.quarantine=quarter", 9);
+	return odb_test_summary();
+}
