@@ -10,6 +10,7 @@
  * records (symbolised), dmesg, slabinfo, SLUB and quarantine statistics.
  * Built with the core by tests/test_c_units.py (also under ASan+UBSan, TSan).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,10 +103,9 @@ static void workload(odb_kernel *k, uint64_t seed, int steps)
 		} else if (op < 4 && live[slot]) {
 			(void)odb_kasan_read(k, live[slot], buf, 16);   /* maybe out of bounds */
 		} else if (live[slot]) {
-			if (do_free(k, live[slot]) == ODB_OK || 1) {
-				freed[nfreed < 64 ? nfreed++ : (r >> 40) % 64] = live[slot];
-				live[slot] = 0;
-			}
+			(void)do_free(k, live[slot]);
+			freed[nfreed < 64 ? nfreed++ : (r >> 40) % 64] = live[slot];
+			live[slot] = 0;
 		} else {
 			size_t size = (r >> 40) % 8 == 0 ? 1 + (r >> 44) % 9000 : 1 + (r >> 44) % 300;
 			(void)do_alloc(k, size, gfps[(r >> 56) % 6], &live[slot]);
@@ -254,17 +254,6 @@ static void compare(const char *cmdline, uint64_t seed)
 			fprintf(stderr, "[%s] shadow differs at offset %zu\n", cmdline, d);
 		CHECK(d == f.shadow_bytes);
 	}
-	if (getenv("API_FAST_DUMP")) {
-		FILE *o = fopen("/tmp/af_fast.txt", "w");
-		fprintf(o, "%s\n----\n%s\n----\n%s", f.stacks, f.dmesg, f.stats);
-		fclose(o);
-		o = fopen("/tmp/af_slow.txt", "w");
-		fprintf(o, "%s\n----\n%s\n----\n%s", s.stacks, s.dmesg, s.stats);
-		fclose(o);
-		for (size_t i = 0; i < sizeof(struct odb_quarantine_stats) / 8; i++)
-			fprintf(stderr, "q[%zu] %llu %llu\n", i, (unsigned long long)((uint64_t *)f.qstats)[i],
-				(unsigned long long)((uint64_t *)s.qstats)[i]);
-	}
 	CHECK_EQ(f.depot, s.depot);
 	CHECK(!strcmp(f.stacks, s.stacks));
 	CHECK(!strcmp(f.dmesg, s.dmesg));
@@ -291,8 +280,88 @@ static void compare(const char *cmdline, uint64_t seed)
 	drop(&s);
 }
 
+/*
+ * Threads: two threads on the two vCPUs allocate, free their own objects and
+ * the other's (a shared ring), through the fast paths and the slow ones
+ * (quarantine flushes and evictions, remote frees); then no report, every
+ * object back in the quarantine's books (put_calls - evicted = quarantined),
+ * one stack record per call site and Python location.  Under TSan (CI) this
+ * is the fast paths' race check.
+ */
+struct churn {
+	odb_kernel *k;
+	int cpu;
+	_Atomic odb_addr_t *ring;
+	unsigned int bad;
+};
+
+#define RING 256
+
+static void *churn_main(void *arg)
+{
+	struct churn *c = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(c->cpu + 1);
+
+	if (odb_bind_cpu(c->k, c->cpu, NULL)) {
+		c->bad++;
+		return NULL;
+	}
+	for (int i = 0; i < 40000; i++) {
+		odb_addr_t a, old;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (do_alloc(c->k, 1 + x % 512, ODB_GFP_KERNEL, &a) != ODB_OK) {
+			c->bad++;
+			continue;
+		}
+		old = atomic_exchange(&c->ring[(x >> 20) % RING], a);
+		if (old && do_free(c->k, old) != ODB_OK)
+			c->bad++;
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	odb_kernel *k = odb_test_boot("", ODB_CLOCK_VIRTUAL, 2, 64 << 20, 11);
+	_Atomic odb_addr_t ring[RING];
+	struct churn c[2];
+	pthread_t th[2];
+	struct odb_quarantine_stats q;
+	uint64_t objs = 0, bytes = 0, other[2] = { 0, 0 }, before;
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	for (int i = 0; i < RING; i++)
+		atomic_init(&ring[i], 0);
+	before = odb_stack_depot_count(k);
+	for (int i = 0; i < 2; i++) {
+		c[i] = (struct churn){ .k = k, .cpu = i, .ring = ring };
+		CHECK_EQ(pthread_create(&th[i], NULL, churn_main, &c[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(c[0].bad + c[1].bad, 0);
+	for (int i = 0; i < RING; i++)
+		if (atomic_load(&ring[i]))
+			CHECK_EQ(do_free(k, atomic_load(&ring[i])), ODB_OK);
+	CHECK(!dmesg_has(k, "] BUG: ") && !dmesg_has(k, "] WARNING: "));   /* (not "ODEBUG:") */
+	CHECK_EQ(odb_kasan_quarantine_stats(k, &q, NULL), 0);
+	CHECK_EQ(odb_kasan_quarantine_count(k, NULL, 0, &objs, &bytes, other), 0);
+	CHECK_EQ(q.put_calls - q.evicted_objects - q.remove_cache_objects - q.offline_objects,
+		 other[0]);
+	CHECK(q.evicted_objects > 1000);
+	/* the alloc and the free call sites, from each thread's frames: a few records */
+	CHECK(odb_stack_depot_count(k) - before <= 8);
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
+	test_threads();
 	compare("kasan_multi_shot", 7);
 	compare("kasan_multi_shot no_debug_objects", 8);
 	compare("kasan_multi_shot odebug.quarantine=quarter", 9);
