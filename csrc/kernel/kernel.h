@@ -820,6 +820,8 @@ struct odb_kernel {
 	bool panic_on_warn;
 	atomic_bool closed;
 	atomic_bool api_fast;             /* not closed, no controlled scheduler: API fast paths */
+	atomic_bool api_kasan_fast;       /* a kmalloc cache takes the KASAN API fast paths
+					     (set at boot, when the kmalloc caches are made) */
 	_Atomic unsigned long taint;      /* TAINT_* bits */
 
 	/* tasks */

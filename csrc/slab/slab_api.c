@@ -251,12 +251,12 @@ int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_ad
 
 int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 {
+	bool kasan_fast = atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed);
 	void *p;
 	int r;
 
 	/* KASAN's fast path (slub.h), before the call's bookkeeping */
-	p = kmalloc_kasan_fast(k, size, gfp, __builtin_frame_address(0), &r);
-	if (p) {
+	if (kasan_fast && (p = kmalloc_kasan_fast(k, size, gfp, __builtin_frame_address(0), &r))) {
 		*out = host_to_virt(k, p);
 		return r;
 	}
@@ -272,7 +272,9 @@ int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 			      (unsigned long)KMALLOC_MAX_SIZE));
 	/* the slow path, which hands its code path's stack template over to the
 	 * fast path the first time (kasan.h) */
-	{
+	if (!kasan_fast) {
+		p = kmalloc(k, size, gfp);
+	} else {
 		uint64_t key = kmalloc_kasan_tmpl_key(k, size, gfp);
 		unsigned int saves = t_->kasan_saves;
 
@@ -288,11 +290,12 @@ int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 
 int __odb_kfree(odb_kernel *k, odb_addr_t x)
 {
+	bool kasan_fast = atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed);
 	void *p;
 	int r = 0;
 
 	/* KASAN's fast path (slub.h), before the call's bookkeeping */
-	if (odb_in_arena(k, x, 1) &&
+	if (kasan_fast && odb_in_arena(k, x, 1) &&
 	    kfree_kasan_fast(k, virt_to_host(k, x), __builtin_frame_address(0)))
 		return ODB_OK;
 	ENTER(k);
@@ -309,7 +312,9 @@ int __odb_kfree(odb_kernel *k, odb_addr_t x)
 	if (debug_objects_refuse_free(k, p, "kfree"))   /* a tracker: reported */
 		LEAVE(ODB_OK);
 	/* the slow path, handing its stack template over the first time */
-	{
+	if (!kasan_fast) {
+		kfree(k, p);
+	} else {
 		uint64_t key = kfree_kasan_tmpl_key(k, p);
 		unsigned int saves = t_->kasan_saves;
 

@@ -1763,7 +1763,8 @@ uint64_t kmalloc_kasan_tmpl_key(struct odb_kernel *k, size_t size, gfp_t gfp)
 	unsigned int idx;
 	struct kmem_cache *s;
 
-	if (size - 1 >= KMALLOC_MAX_CACHE_SIZE)
+	if (!atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ||
+	    size - 1 >= KMALLOC_MAX_CACHE_SIZE)
 		return 0;
 	idx = kmalloc_index(size);
 	s = slab_state(k)->kmalloc_caches[idx];
@@ -1774,7 +1775,8 @@ uint64_t kmalloc_kasan_tmpl_key(struct odb_kernel *k, size_t size, gfp_t gfp)
 
 uint64_t kfree_kasan_tmpl_key(struct odb_kernel *k, const void *x)
 {
-	struct slab *sl = virt_to_slab(k, x);
+	struct slab *sl = atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ?
+			  virt_to_slab(k, x) : NULL;
 	struct kmem_cache *s = sl ? sl->slab_cache : NULL;
 
 	if (!s || !s->api_kasan_fast)
@@ -1801,7 +1803,8 @@ void *kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp,
 	void *object, *next;
 	unsigned int idx;
 
-	if (size - 1 >= KMALLOC_MAX_CACHE_SIZE ||
+	if (!atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ||
+	    size - 1 >= KMALLOC_MAX_CACHE_SIZE ||
 	    !atomic_load_explicit(&k->api_fast, memory_order_relaxed))
 		return NULL;
 	idx = kmalloc_index(size);
@@ -1854,13 +1857,15 @@ bool kfree_kasan_fast(struct odb_kernel *k, void *x, void *fp)
 	struct slab *sl;
 	bool dobj;
 
-	if (!atomic_load_explicit(&k->api_fast, memory_order_relaxed) || !odb_current_fast(k, &t))
+	if (!atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ||
+	    !atomic_load_explicit(&k->api_fast, memory_order_relaxed))
 		return false;
 	sl = virt_to_slab(k, x);
 	if (!sl)
 		return false;
 	s = sl->slab_cache;
-	if (!s->api_kasan_fast || !check_valid_pointer(s, sl, x) || nearest_obj(s, sl, x) != x ||
+	if (!s->api_kasan_fast || !odb_current_fast(k, &t) || !check_valid_pointer(s, sl, x) ||
+	    nearest_obj(s, sl, x) != x ||
 	    !kasan_byte_accessible(k, host_to_virt(k, x)))
 		return false;
 	dobj = s->check_obj_freed && debug_objects_enabled_fast(k);
@@ -2105,6 +2110,8 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 			    !s->rcu_debug && !k->sched_controlled &&
 			    s->kasan_meta_size && s->kasan_alloc_meta_offset > 0 &&
 			    s->kasan_free_meta_offset != KASAN_NO_FREE_META;
+	if (s->api_kasan_fast)
+		atomic_store_explicit(&k->api_kasan_fast, true, memory_order_relaxed);
 	s->modern_debug = kmem_cache_debug(s) && slab_state(k)->path == SLUB_PATH_MODERN;
 	/* 2016 on: consistency checks only with F; before: with any debug flag */
 	s->debug_checks = (s->flags & SLAB_CONSISTENCY_CHECKS) ||
