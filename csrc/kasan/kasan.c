@@ -684,7 +684,8 @@ static inline void kasan_save_track_tmpl(struct odb_task *t, struct odb_kernel *
 
 /* (an api_kasan_fast cache's objects have both metas: slub.c) */
 void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object, size_t size,
-			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, int *ret)
+			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, bool slab_hook_done,
+			 int *ret)
 {
 	struct odb_kernel *k = s->k;
 	struct kasan_alloc_meta *m = (void *)((char *)object + s->kasan_alloc_meta_offset);
@@ -692,9 +693,11 @@ void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object,
 
 	*ret = ODB_OK;
 	/* kasan_slab_alloc (a kmalloc cache's alloc track is kasan_kmalloc's) */
-	if (gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
-		*ret = ODB_EBUG;
-	kasan_unpoison_obj(k, object, s->object_size);
+	if (!slab_hook_done) {
+		if (gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
+			*ret = ODB_EBUG;
+		kasan_unpoison_obj(k, object, s->object_size);
+	}
 	/* kasan_kmalloc: poison_kmalloc_redzone */
 	if (gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
 		*ret = ODB_EBUG;

@@ -373,10 +373,12 @@ static inline void kasan_unpoison_obj(struct odb_kernel *k, const void *p, size_
 /* After a slow path's call that made exactly one KASAN save (handle), from
  * the API function whose frame is fp: keep its template under key. */
 void kasan_tmpl_capture(struct odb_kernel *k, uint64_t key, uint32_t handle, void *fp);
-/* kasan_slab_alloc + kasan_kmalloc of a kmalloc object, the alloc track's
- * stack through *tp from fp; t: the task (odb_current_fast). */
+/* kasan_slab_alloc (unless slab_hook_done: the slab's slow path ran it) +
+ * kasan_kmalloc of a kmalloc object, the alloc track's stack through *tp from
+ * fp; t: the task (odb_current_fast). */
 void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object, size_t size,
-			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, int *ret);
+			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, bool slab_hook_done,
+			 int *ret);
 /* kasan_slab_free of an object whose free checks passed: false (nothing
  * done) when the put would flush the vCPU's quarantine (or the vCPU's lock is
  * not the task's): the slow path does it all. */

@@ -256,8 +256,8 @@ int __odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 	int r;
 
 	/* KASAN's fast path (slub.h), before the call's bookkeeping */
-	if (kasan_fast && (p = kmalloc_kasan_fast(k, size, gfp, __builtin_frame_address(0), &r))) {
-		*out = host_to_virt(k, p);
+	if (kasan_fast && (r = kmalloc_kasan_fast(k, size, gfp, __builtin_frame_address(0), &p)) != 1) {
+		*out = p ? host_to_virt(k, p) : 0;
 		return r;
 	}
 	ENTER(k);

@@ -1785,15 +1785,44 @@ uint64_t kfree_kasan_tmpl_key(struct odb_kernel *k, const void *x)
 }
 
 /*
+ * An empty per-vCPU freelist: slab_alloc_slow (___slab_alloc's refill, a new
+ * slab maybe, kasan_slab_alloc), then kasan_kmalloc with the template, all
+ * inside the API call's bookkeeping, as the slow path runs them (a new slab's
+ * pages or an eviction may report).  A failure is the slow path's: ENOMEM
+ * with its message, after kasan_kmalloc's reduce.
+ */
+static __attribute__((noinline)) int
+kmalloc_kasan_refill(struct odb_kernel *k, struct kmem_cache *s, size_t size, gfp_t gfp,
+		     const struct odb_stack_tmpl *tp, void *fp, void **out)
+{
+	struct odb_task *t = odb_enter(k);
+	void *object;
+	int r;
+
+	if (!t)
+		return 1;
+	/* (addr is a debug cache's track: none here) */
+	object = slab_alloc_slow(s, gfp, 0, (unsigned int)size);
+	*out = object;
+	if (object) {
+		kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, true, &r);
+		return odb_leave(t, ODB_OK);
+	}
+	if (gfpflags_allow_blocking(gfp))
+		kasan_quarantine_reduce(k);     /* kasan_kmalloc's, of no object */
+	return odb_leave(t, odb_err(k, ODB_ENOMEM, "kmalloc(%zu) failed", size));
+}
+
+/*
  * slab_alloc_slow + kasan_kmalloc for a kmalloc cache with KASAN and nothing
  * else on it: failslab off, the per-vCPU freelist's pop by the task whose
- * lock is biased to it (ALLOC_FASTPATH, as the slow path counts a pop),
- * __GFP_ZERO, then KASAN's two hooks with the alloc track through the
- * template of this code path.  Anything else -- no template yet, an empty
- * freelist, a busy vCPU, a corrupt free pointer -- returns NULL having done
- * nothing.
+ * lock is biased to it (ALLOC_FASTPATH, as the slow path counts a pop), or its
+ * refill (above), __GFP_ZERO, then KASAN's two hooks with the alloc track
+ * through the template of this code path.  Anything else -- no template yet,
+ * a busy vCPU, a corrupt free pointer, a quarantine to evict -- returns 1
+ * having done nothing.
  */
-void *kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, int *ret)
+int kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, void **out)
 {
 	const struct odb_stack_tmpl *tp;
 	struct kmem_cache_cpu *c;
@@ -1802,34 +1831,35 @@ void *kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp,
 	struct odb_task *t;
 	void *object, *next;
 	unsigned int idx;
+	int r;
 
 	if (!atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ||
 	    size - 1 >= KMALLOC_MAX_CACHE_SIZE ||
 	    !atomic_load_explicit(&k->api_fast, memory_order_relaxed))
-		return NULL;
+		return 1;
 	idx = kmalloc_index(size);
 	s = slab_state(k)->kmalloc_caches[idx];
 	if (!s->api_kasan_fast || READ_ONCE(k->failslab.attr.probability))
-		return NULL;
+		return 1;
 	tp = kasan_tmpl_find(k, kasan_tmpl_key_alloc(idx, size, s->object_size, gfp));
 	if (!tp)
-		return NULL;
+		return 1;
 	/* a quarantine to evict: the slow path (an eviction racing in after this
 	 * check runs inside an API call of its own: kasan_quarantine_reduce_api) */
 	if (gfpflags_allow_blocking(gfp) && kasan_quarantine_over(k))
-		return NULL;
+		return 1;
 	if (!odb_current_fast(k, &t) || !odb_irq_fast_try(t, &f))
-		return NULL;
+		return 1;
 	c = &s->cpu_slab[f.cpu];
 	object = c->freelist;
 	if (unlikely(!object)) {
 		odb_irq_fast_restore(&f);
-		return NULL;
+		return kmalloc_kasan_refill(k, s, size, gfp, tp, fp, out);
 	}
 	next = get_freepointer(s, object);
 	if (unlikely(!freeptr_valid(s, object, next))) {
 		odb_irq_fast_restore(&f);
-		return NULL;   /* the slow path reports and cuts the chain */
+		return 1;   /* the slow path reports and cuts the chain */
 	}
 	c->freelist = next;
 	c->tid++;
@@ -1837,7 +1867,8 @@ void *kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp,
 	odb_irq_fast_restore(&f);
 	if (unlikely(gfp & __GFP_ZERO))
 		memset(object, 0, s->object_size);
-	return kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, ret);
+	*out = kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, false, &r);
+	return r;
 }
 
 /*

@@ -359,11 +359,14 @@ struct kmem_cache *kmalloc_slab(struct odb_kernel *k, size_t size);
  * before their API call's bookkeeping (odb_enter), like the no-debug fast
  * paths: the slow path's work, the same state, without its layers; fp is the
  * API function's frame (the saved stacks are its chain after the slow path's
- * inner frames: kasan.h).  NULL / false: nothing was done, the caller takes
- * the slow path.  *ret: ODB_OK, or ODB_EBUG when a quarantine eviction the
- * allocation ran (inside an API call of its own) reported.
+ * inner frames: kasan.h).
+ * kmalloc_kasan_fast: 1 when it did nothing (the caller takes the slow
+ * path), else the API call's result (ODB_OK; ODB_EBUG when an eviction or a
+ * new slab it needed reported; ODB_ENOMEM, with odb_strerror()'s message,
+ * when no slab could be had) with *out the object (NULL on ODB_ENOMEM).
+ * kfree_kasan_fast: false when it did nothing.
  */
-void *kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, int *ret);
+int kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, void **out);
 bool kfree_kasan_fast(struct odb_kernel *k, void *x, void *fp);
 /* The template key of a slow kmalloc(size, gfp) (0: no fast path for it). */
 uint64_t kmalloc_kasan_tmpl_key(struct odb_kernel *k, size_t size, gfp_t gfp);
