@@ -38,8 +38,9 @@ static bool py_hook(void *ctx, char *buf, size_t len)
 	return true;
 }
 
-static uint64_t rng_state, results;
-static unsigned int enomem;
+static uint64_t rng_state;
+static _Thread_local uint64_t results;      /* (the churn threads call the helpers too) */
+static _Thread_local unsigned int enomem;
 
 static void note_result(odb_kernel *k, int r, odb_addr_t a)
 {
