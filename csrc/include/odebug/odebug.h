@@ -554,7 +554,12 @@ ODB_API int odb_kmem_cache_free(odb_kernel *k, odb_cache *s, odb_addr_t x);
 ODB_API int odb_kmem_cache_alloc_bulk(odb_kernel *k, odb_cache *s, unsigned int gfp, size_t n,
 				      odb_addr_t *out);
 ODB_API int odb_kmem_cache_free_bulk(odb_kernel *k, odb_cache *s, size_t n, const odb_addr_t *p);
-/* kmalloc(0) gives ODB_ZERO_SIZE_PTR; > 8192 bytes comes from the page allocator. */
+/* kmalloc(0) gives ODB_ZERO_SIZE_PTR; > 8192 bytes comes from the page allocator.
+ * odb_kmalloc and odb_kfree have fast paths for a kmalloc cache with nothing on
+ * it, and for one with KASAN (and debug objects) alone: they leave the state,
+ * the saved stacks and the reports of the full path (csrc/tests/test_api_fast.c
+ * compares the two); like every fast path, a successful call leaves the
+ * thread's odb_strerror() message as it was. */
 ODB_API int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out);
 ODB_API int odb_kfree(odb_kernel *k, odb_addr_t x);
 /* ksize: the usable size (0 for NULL/ZERO_SIZE_PTR, for a bad pointer after
