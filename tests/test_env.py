@@ -203,6 +203,10 @@ def test_cmdline_double_dash_stops_parsing():
     ("panic_on_warn=maybe", "panic_on_warn"),
     ("panic-on-warn=maybe", "panic_on_warn"),
     ("a b=1 hz=fast c", "hz"),
+    ("log_buf_len=12Q", "log_buf_len"),
+    ("log_buf_len=", "log_buf_len"),
+    ("log_buf_len=-1", "log_buf_len"),
+    ("log_buf_len", "log_buf_len"),
 ])
 def test_cmdline_malformed_value_raises_naming_parameter(cmdline, name):
     with pytest.raises(ValueError) as ei:
@@ -215,6 +219,32 @@ def test_cmdline_malformed_value_raises_naming_parameter(cmdline, name):
 def test_cmdline_unknown_odebug_parameter_raises(cmdline):
     with pytest.raises(ValueError, match=r"odebug\.(xyz|typo_here)"):
         K(cmdline)
+
+
+@pytest.mark.parametrize("value, size, lines", [
+    ("16M", 16 << 20, ["log_buf_len: 16777216 bytes"]),
+    ("3000000", 4 << 20, ["log_buf_len: 4194304 bytes"]),          # a power of two, rounded up
+    ("2k", 1 << 20, []),                                            # not above the default: ignored
+    ("1048576", 1 << 20, []),
+    ("3G", 2 << 30, ["log_buf over 2G is not supported.", "log_buf_len: 2147483648 bytes"]),
+])
+def test_log_buf_len(value, size, lines):
+    """log_buf_len=n[KMG] sizes the printk ring as the kernel's does."""
+    k = K(f"log_buf_len={value}")
+    assert int(k.param("log_buf_len")) == size
+    assert [m for m in msgs(k) if "log_buf" in m and "command line" not in m] == lines
+
+
+def test_log_buf_len_keeps_more_lines():
+    """A bigger ring keeps the lines a default one drops, oldest first."""
+    def fill(k):
+        for i in range(40000):
+            k.printk(f"line {i:05d} " + "x" * 40)
+        return k.dmesg()
+    small, big = fill(K()), fill(K("log_buf_len=8M"))
+    assert "line 00000 " not in small and "line 39999 " in small
+    assert "line 00000 " in big and "line 39999 " in big
+    assert len(big) > len(small) and len(small.encode()) <= 1 << 20
 
 
 def test_param_unknown_name():

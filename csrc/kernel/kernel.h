@@ -1216,6 +1216,9 @@ void odb_format_gfp(unsigned int gfp, char *buf, size_t len);
 int odb_mem_init(struct odb_kernel *k);
 void odb_mem_exit(struct odb_kernel *k);
 int odb_log_init(struct odb_log *l, size_t cap);
+/* log_buf_len=: the ring's byte bound now (grows only, as the kernel's). */
+size_t odb_log_cap(struct odb_log *l);
+void odb_log_grow(struct odb_log *l, size_t cap);
 void odb_log_exit(struct odb_log *l);
 int odb_depot_init(struct odb_kernel *k);
 void odb_depot_exit(struct odb_kernel *k);

@@ -177,7 +177,56 @@ static void get_kcsan(struct odb_kernel *k, char *buf, size_t len)
 	snprintf(buf, len, "%s", k->kcsan ? "on" : "off");
 }
 
+/*
+ * log_buf_len=n[KMG]: the printk ring's size in bytes.  As the kernel's: a
+ * size is rounded up to a power of two, one at or below the current size is
+ * ignored, and over 2G is cut to 2G ("log_buf over 2G is not supported.");
+ * the new size is announced as "log_buf_len: N bytes".  (odebug's ring keeps
+ * whole lines and is bounded by bytes: it just grows.)
+ */
+static int set_log_buf_len(struct odb_kernel *k, const char *val)
+{
+	unsigned long long v = 0, pow = 1;
+	unsigned int shift = 0;
+	char *end = NULL;
+
+	if (val && *val >= '0' && *val <= '9')
+		v = strtoull(val, &end, 0);   /* (an overflow gives ULLONG_MAX: over 2G) */
+	if (!end || end == val)
+		return odb_err(k, ODB_EINVAL, "log_buf_len: `%s' invalid for parameter `log_buf_len' "
+			       "(a size: n[KMG])", val ? val : "");
+	switch (*end) {
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'K': case 'k': shift = 10; end++; break;
+	default: break;
+	}
+	if (*end)
+		return odb_err(k, ODB_EINVAL, "log_buf_len: `%s' invalid for parameter `log_buf_len' "
+			       "(a size: n[KMG])", val);
+	v = v > ((1ULL << 31) >> shift) ? (1ULL << 31) + 1 : v << shift;
+	if (v > (1ULL << 31)) {
+		v = 1ULL << 31;
+		printk(k, "log_buf over 2G is not supported.");
+	}
+	if (!v)
+		return 0;
+	while (pow < v)
+		pow <<= 1;
+	if (pow > odb_log_cap(&k->log)) {
+		odb_log_grow(&k->log, (size_t)pow);
+		printk(k, "log_buf_len: %llu bytes", pow);
+	}
+	return 0;
+}
+
+static void get_log_buf_len(struct odb_kernel *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu", odb_log_cap(&k->log));
+}
+
 const struct odb_param odb_params[] = {
+	{ "log_buf_len", set_log_buf_len, get_log_buf_len },
 	{ "panic_on_warn", set_panic_on_warn, get_panic_on_warn },
 	{ "hz", set_hz, get_hz },
 	{ "failslab", set_failslab, get_failslab },

@@ -49,6 +49,27 @@ void odb_log_exit(struct odb_log *l)
 	pthread_mutex_destroy(&l->lock);
 }
 
+size_t odb_log_cap(struct odb_log *l)
+{
+	struct odb_logring *r = (struct odb_logring *)l->buf;
+	size_t cap;
+
+	pthread_mutex_lock(&l->lock);
+	cap = r ? r->cap_bytes : 0;
+	pthread_mutex_unlock(&l->lock);
+	return cap;
+}
+
+void odb_log_grow(struct odb_log *l, size_t cap)
+{
+	struct odb_logring *r = (struct odb_logring *)l->buf;
+
+	pthread_mutex_lock(&l->lock);
+	if (r && cap > r->cap_bytes)
+		r->cap_bytes = cap;   /* lines are kept one by one: nothing to move */
+	pthread_mutex_unlock(&l->lock);
+}
+
 static void ring_drop_oldest(struct odb_logring *r)
 {
 	struct odb_line *ln = r->lines[r->first];
