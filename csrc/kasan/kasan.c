@@ -659,6 +659,17 @@ void kasan_tmpl_capture(struct odb_kernel *k, uint64_t key, uint32_t handle, voi
 	if (!stack_depot_tmpl_capture(k, handle, 2, fp, &t))
 		return;
 	pthread_mutex_lock(&ks->tmpl_lock);
+	/* the first kept template with the same frames names this one's identity:
+	 * random sizes take many code paths (one per cache, gfp and last granule)
+	 * that save a few stacks, which the task's recent records then find
+	 * (stack_depot_save_tmpl) */
+	for (unsigned int j = 0; j < n && !t.canon; j++) {
+		const struct odb_stack_tmpl *o = &ks->tmpl[j].t;
+
+		if (atomic_load_explicit(&ks->tmpl[j].key, memory_order_relaxed) &&
+		    stack_depot_tmpl_same(o, &t))
+			t.canon = o->canon ? o->canon : o;
+	}
 	for (unsigned int probe = 0; probe < n; probe++, i = (i + 1) % n) {
 		uint64_t have = atomic_load_explicit(&ks->tmpl[i].key, memory_order_relaxed);
 

@@ -751,6 +751,10 @@ uint32_t stack_depot_save_from(struct odb_kernel *k, unsigned long ip, unsigned 
 struct odb_stack_tmpl {
 	unsigned int n;               /* frames before F's */
 	unsigned int raw_base;        /* where F's frames start in the raw walk */
+	/* the template's identity for the task's recent records: the first kept
+	 * template with the same n, raw_base and frames (code paths that differ
+	 * only in a branch the stack does not show share it), or NULL for itself */
+	const struct odb_stack_tmpl *canon;
 	void *frames[ODB_STACK_DEPTH];
 };
 /* The save of the slow path's record for a call whose inner frames are *tp
@@ -758,6 +762,10 @@ struct odb_stack_tmpl {
  * thread's task as its task slot knows it (odb_current_fast), or NULL. */
 uint32_t stack_depot_save_tmpl(struct odb_kernel *k, struct odb_task *t,
 			       const struct odb_stack_tmpl *tp, void *fp);
+/* Whether two templates make the same records from one frame chain (the same
+ * n, raw_base and inner frames): code paths that differ only in a branch the
+ * stack does not show share a canon. */
+bool stack_depot_tmpl_same(const struct odb_stack_tmpl *a, const struct odb_stack_tmpl *b);
 /* Capture into *out the inner frames of the record behind handle, a save
  * made by stack_depot_save_current(k, skip) below F = fp in the calling
  * function: true if the record ends with F's chain (walked now), holds all of

@@ -402,6 +402,10 @@ uint32_t stack_depot_save_tmpl(struct odb_kernel *k, struct odb_task *t,
 	s = (unsigned int)fp_walk_chain(k->depot, fp, e + n, DEPOT_RAW_FRAMES - (int)tp->raw_base,
 					&key);
 	cnt = n + s < ODB_STACK_DEPTH ? n + s : ODB_STACK_DEPTH;
+	/* (a record known to begin with tp's frames begins with those of every
+	 * template that shares tp's identity: they are the same frames) */
+	if (tp->canon)
+		tp = tp->canon;
 	key ^= (uint64_t)(uintptr_t)tp;
 	pyp = depot_py(k, py, sizeof(py));
 	/* a recent record known to begin with tp's frames: only F's chain and the
@@ -425,6 +429,12 @@ uint32_t stack_depot_save_tmpl(struct odb_kernel *k, struct odb_task *t,
 			t->depot_recent_tmpl[i] = tp;
 	}
 	return handle;
+}
+
+bool stack_depot_tmpl_same(const struct odb_stack_tmpl *a, const struct odb_stack_tmpl *b)
+{
+	return a->n == b->n && a->raw_base == b->raw_base &&
+	       !memcmp(a->frames, b->frames, a->n * sizeof(void *));
 }
 
 bool stack_depot_tmpl_capture(struct odb_kernel *k, uint32_t handle, unsigned int skip, void *fp,
@@ -456,6 +466,7 @@ bool stack_depot_tmpl_capture(struct odb_kernel *k, uint32_t handle, unsigned in
 			return false;
 	out->n = n;
 	out->raw_base = 1 + skip + n;
+	out->canon = NULL;
 	memcpy(out->frames, r->entries, n * sizeof(void *));
 	return true;
 }

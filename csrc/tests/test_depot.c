@@ -161,9 +161,67 @@ static void test_recent_records(void)
 	odb_kernel_destroy(k);
 }
 
+/* Templates (kernel.h): two that differ only in one inner frame make two
+ * records; a copy that names the first as its canon makes the first's record,
+ * found among the task's recent records; stack_depot_tmpl_same tells them apart
+ * by frames, count and raw base. */
+static __attribute__((noinline)) void save_tmpls(odb_kernel *k, const struct odb_stack_tmpl *const *tp,
+						 unsigned int n, uint32_t *h)
+{
+	struct odb_task *t = odb_current(k);
+
+	for (unsigned int i = 0; i < n; i++)
+		h[i] = stack_depot_save_tmpl(k, t, tp[i], __builtin_frame_address(0));
+	__asm__ volatile("" ::: "memory");
+}
+
+static void test_templates(void)
+{
+	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 1, 8 << 20, 44);
+	static struct odb_stack_tmpl a, b, c, d;
+	const struct odb_stack_tmpl *seq[6] = { &a, &b, &c, &a, &c, &b };
+	uint32_t h[2][6];
+	volatile int two = 2;   /* one call site: the same frame chain twice */
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	CHECK_EQ(odb_bind_cpu(k, 0, NULL), 0);
+	a.n = 2;
+	a.raw_base = 4;
+	a.frames[0] = (void *)save_0;
+	a.frames[1] = (void *)save_1;
+	b = a;
+	b.frames[1] = (void *)save_2;
+	c = a;
+	c.canon = &a;
+	CHECK(stack_depot_tmpl_same(&a, &c));
+	CHECK(!stack_depot_tmpl_same(&a, &b));
+	d = a;
+	d.n = 1;
+	CHECK(!stack_depot_tmpl_same(&a, &d));
+	d = a;
+	d.raw_base = 5;
+	CHECK(!stack_depot_tmpl_same(&a, &d));
+	for (int pass = 0; pass < two; pass++)
+		save_tmpls(k, seq, 6, h[pass]);
+	CHECK(h[0][0] != 0 && h[0][1] != 0);
+	CHECK(h[0][0] != h[0][1]);
+	CHECK_EQ(h[0][2], h[0][0]);
+	CHECK_EQ(h[0][3], h[0][0]);
+	CHECK_EQ(h[0][4], h[0][0]);
+	CHECK_EQ(h[0][5], h[0][1]);
+	/* the same records on the second pass, all from the recent list */
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ(h[1][i], h[0][i]);
+	CHECK_EQ(odb_stack_depot_count(k) >= 2, 1);
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
 	test_dedup_and_concurrency();
 	test_recent_records();
+	test_templates();
 	return odb_test_summary();
 }
