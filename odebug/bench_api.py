@@ -26,6 +26,14 @@ on top of the defaults, on the default 2016 ``relaxed`` debug flows, whose
 per-allocation ``deactivate_slab()`` is seed 001's subject) and ``full-modern``
 (the same on the v6.1+ flows, ``odebug.slub_path=modern``).  Reported, never
 asserted.
+
+``--instructions`` adds what the shared machine cannot blur: instructions per
+operation, counted by valgrind (``cachegrind --cache-sim=no``) as
+``(I(2m) - I(m)) / m`` for the same program run with ``m`` and ``2m``
+operations, so start-up, the kernel's boot and the warm-up cancel out and only
+steady-state operations remain (``m`` = ``--instr-pairs``, 100,000 by default:
+past the point where the quarantine starts evicting).  ASan's runtime does not
+run under valgrind, so its rows have no count.
 """
 from __future__ import annotations
 
@@ -204,13 +212,49 @@ def _run(exe: str, mode: str, cmdline: str, n: int, size: int, live: int, ram_mb
     return float(r.stdout.strip())
 
 
+def _valgrind_ir(valgrind: str, exe: str, mode: str, cmdline: str, n: int, size: int, live: int,
+                 ram_mb: int, cpus: int) -> int:
+    """Instructions valgrind counts for one run of ``exe`` (its whole process)."""
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    with tempfile.TemporaryDirectory(prefix="odebug-bench-ir-") as d:
+        out = os.path.join(d, "cg.out")
+        r = subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no",
+                            f"--cachegrind-out-file={out}", exe, mode, cmdline, str(n), str(size),
+                            str(live), str(ram_mb), str(cpus)],
+                           capture_output=True, text=True, env=e, timeout=7200)
+        if r.returncode:
+            raise RuntimeError(f"bench api: valgrind {exe} {mode} [{cmdline}] failed: "
+                               f"{r.stderr.strip()[-2000:]}")
+        with open(out) as f:
+            for line in f:
+                if line.startswith("summary:"):
+                    return int(line.split()[1])
+    raise RuntimeError(f"bench api: valgrind wrote no instruction count for {exe} {mode}")
+
+
+def instructions_per_op(valgrind: str, exe: str, mode: str, cmdline: str, m: int, size: int,
+                        live: int, ram_mb: int, cpus: int) -> float:
+    """``(I(2m) - I(m)) / m``: the instructions of one steady-state operation of
+    ``exe``'s workload ``mode`` (the start-up, boot and warm-up of the two runs
+    cancel out)."""
+    one = _valgrind_ir(valgrind, exe, mode, cmdline, m, size, live, ram_mb, cpus)
+    two = _valgrind_ir(valgrind, exe, mode, cmdline, 2 * m, size, live, ram_mb, cpus)
+    return (two - one) / m
+
+
 def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds: int = 5,
-              ram: int = 256, cpus: int = 2, cc: Optional[str] = None) -> Dict[str, Any]:
+              ram: int = 256, cpus: int = 2, cc: Optional[str] = None,
+              instructions: bool = False, instr_pairs: int = 100_000) -> Dict[str, Any]:
     """Run the three workloads (see the module's doc) for glibc, ASan (when the
     compiler has it) and odebug's ``no-debug`` / ``defaults`` / ``full`` /
     ``full-modern``.  ``ram``
-    is the kernel's RAM in MiB (it sets the quarantine, and so ASan's).  Returns
-    ``{"rows": [...], "memory": {...}, "asan": bool, "quarantine_mb": ...}``."""
+    is the kernel's RAM in MiB (it sets the quarantine, and so ASan's).  With
+    ``instructions``, each row but ASan's also gets ``"instr"``: instructions
+    per operation under valgrind, ``(I(2m) - I(m)) / m`` with ``m`` =
+    ``instr_pairs`` (valgrind must be on ``PATH``; libodebug must not be a
+    sanitizer build).  Returns ``{"rows": [...], "memory": {...}, "asan": bool,
+    "quarantine_mb": ...}``."""
     from .kasan import quarantine_geometry
     check_int("n", n, 1, 1 << 30)
     check_int("size", size, 1, 8192)
@@ -218,9 +262,19 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
     check_int("rounds", rounds, 1, 1000)
     check_int("ram", ram, 16, 1 << 20)
     check_int("cpus", cpus, 1, 256)
+    check_int("instr_pairs", instr_pairs, 1, 1 << 26)
     compiler = _compiler(cc)
     if compiler is None:
         raise RuntimeError("bench api needs a C compiler (gcc, or CC=...) to build its programs")
+    valgrind = None
+    if instructions:
+        from . import build_info
+        valgrind = shutil.which("valgrind")
+        if valgrind is None:
+            raise RuntimeError("bench api --instructions needs valgrind on PATH")
+        if build_info().get("sanitizer"):
+            raise RuntimeError("bench api --instructions: libodebug is a sanitizer build "
+                               f"({build_info()['sanitizer']}), which valgrind cannot run")
     qmb = max(1, quarantine_geometry(ram << 20, cpus)["max_size"] >> 20)
     asan_env = {"ASAN_OPTIONS": f"quarantine_size_mb={qmb}:detect_leaks=0"}
     with tempfile.TemporaryDirectory(prefix="odebug-bench-api-") as d:
@@ -251,12 +305,26 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
                 rows.append({"workload": mode, "config": name, "cmdline": cmd[name],
                              "ns": statistics.median(samples[name]),
                              "vs_glibc": paired("glibc"), "vs_asan": paired("asan")})
+        if valgrind is not None:
+            # instruction counts do not depend on what else runs: the runs go
+            # side by side, one per core
+            from concurrent.futures import ThreadPoolExecutor
+            todo = [r for r in rows if r["config"] != "asan"]
+            with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+                counts = list(pool.map(
+                    lambda r: instructions_per_op(
+                        valgrind, exe["odebug"] if r["config"] in dict(CONFIGS) else exe[r["config"]],
+                        r["workload"], r["cmdline"], instr_pairs, size,
+                        live if r["workload"] == "random" else 0, ram, cpus), todo))
+            for r, c in zip(todo, counts):
+                r["instr"] = c
         for name in names:
             prog = exe["odebug"] if name in dict(CONFIGS) else exe[name]
             memory[name] = _run(prog, "memory", cmd[name], 1, size, live, ram, cpus,
                                 asan_env if name == "asan" else None, odebug=name in dict(CONFIGS))
     return {"rows": rows, "memory": memory, "asan": "asan" in peers, "quarantine_mb": qmb,
-            "size": size, "live": live, "n": n, "rounds": rounds, "ram_mb": ram, "cpus": cpus}
+            "size": size, "live": live, "n": n, "rounds": rounds, "ram_mb": ram, "cpus": cpus,
+            "instr_pairs": instr_pairs if instructions else None}
 
 
 def format_table(res: Dict[str, Any]) -> str:
@@ -265,18 +333,26 @@ def format_table(res: Dict[str, Any]) -> str:
              + f"; {res['rounds']} rounds, medians; ratios paired per round",
              f"kernel: {res['ram_mb']} MiB, {res['cpus']} vCPUs; ASan's quarantine "
              f"= odebug's: {res['quarantine_mb']} MiB",
-             f"{'workload':30}{'config':12}{'ns/op':>9}{'x glibc':>9}{'x ASan':>8}"]
+             f"{'workload':30}{'config':12}{'ns/op':>9}{'x glibc':>9}{'x ASan':>8}"
+             + (f"{'instr/op':>10}" if res.get("instr_pairs") else "")]
     what = {"pair": f"{res['size']} B alloc+free pair",
             "random": f"random 16..1024, {res['live']} live"}
     for r in res["rows"]:
         va = f"{r['vs_asan']:.2f}" if r["vs_asan"] is not None else "-"
+        ir = ""
+        if res.get("instr_pairs"):
+            ir = f"{r['instr']:>10,.0f}" if "instr" in r else f"{'-':>10}"
         lines.append(f"{what[r['workload']]:30}{r['config']:12}{r['ns']:>9.1f}"
-                     f"{r['vs_glibc']:>9.2f}{va:>8}")
+                     f"{r['vs_glibc']:>9.2f}{va:>8}{ir}")
     mem = "  ".join(f"{name} {v:.1f}" for name, v in res["memory"].items())
     lines.append(f"resident bytes per live {res['size']} B object ({res['live'] * 10} kept): {mem}")
     lines.append("no-debug: kasan=off no_debug_objects; defaults: KASAN + quarantine + debug "
                  "objects; full: slub_debug=FZPU on top (the default 2016 `relaxed` debug "
                  "flows); full-modern: the same on the v6.1+ flows (odebug.slub_path=modern)")
+    if res.get("instr_pairs"):
+        lines.append(f"instr/op: valgrind (cachegrind), (I(2m) - I(m)) / m with m = "
+                     f"{res['instr_pairs']:,} operations a run, the loop included; ASan's "
+                     f"runtime does not run under valgrind")
     return "\n".join(lines)
 
 
@@ -290,8 +366,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=5, help="rounds (default: %(default)s)")
     p.add_argument("--ram", type=int, default=256, help="kernel RAM in MiB (default: %(default)s)")
     p.add_argument("--cc", default=None, help="C compiler (default: $CC or gcc)")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count instructions per operation under valgrind: "
+                        "(I(2m) - I(m)) / m, noise-free (needs valgrind; minutes)")
+    p.add_argument("--instr-pairs", type=int, default=100_000, metavar="M",
+                   help="operations m of the shorter valgrind run (default: %(default)s)")
 
 
 def run(a: argparse.Namespace) -> None:
     print(format_table(api_pairs(a.pairs, size=a.size, live=a.live, rounds=a.rounds, ram=a.ram,
-                                 cc=a.cc)))
+                                 cc=a.cc, instructions=a.instructions,
+                                 instr_pairs=a.instr_pairs)))

@@ -142,3 +142,71 @@ def test_bench_api_section():
     assert all(float(ln[30:].split()[2]) == 1.0 for ln in glibc)
     mem = [ln for ln in lines if ln.startswith("resident bytes per live 64 B object")]
     assert len(mem) == 1 and "defaults" in mem[0]
+
+
+_FAKE_VALGRIND = r'''#!/usr/bin/env python3
+# a stand-in for valgrind: the instructions of a run are A + B * n, B set by the
+# program (glibc 100, odebug 1000) and the workload (+5 for random), A anything
+import sys
+args = sys.argv[1:]
+out = next(a.split("=", 1)[1] for a in args if a.startswith("--cachegrind-out-file="))
+exe, mode, cmdline, n = [a for a in args if not a.startswith("--")][:4]
+b = (100 if "glibc" in exe else 1000) + (5 if mode == "random" else 0) + len(cmdline)
+with open(out, "w") as f:
+    f.write("events: Ir\nsummary: %d\n" % (123457 + b * int(n)))
+'''
+
+
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="needs gcc")
+def test_bench_api_instructions_arithmetic(tmp_path, monkeypatch):
+    """``--instructions`` counts ``(I(2m) - I(m)) / m`` per row from valgrind's
+    summary line (a stand-in valgrind on PATH makes the counts known); ASan's
+    rows get none; the table gets the column and says how it was counted."""
+    from odebug import bench_api
+    fake = tmp_path / "valgrind"
+    fake.write_text(_FAKE_VALGRIND)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    res = bench_api.api_pairs(2000, live=100, rounds=1, ram=64, instructions=True,
+                              instr_pairs=777)
+    for r in res["rows"]:
+        if r["config"] == "asan":
+            assert "instr" not in r
+            continue
+        want = ((100 if r["config"] == "glibc" else 1000) + (5 if r["workload"] == "random" else 0)
+                + len(r["cmdline"]))
+        assert r["instr"] == want, r
+    table = bench_api.format_table(res)
+    assert "instr/op" in table.splitlines()[2]
+    assert "m = 777 operations" in table
+    # without valgrind (a PATH with the compiler alone): a clear error before anything runs
+    import shutil
+    only_cc = tmp_path / "only_cc"
+    only_cc.mkdir()
+    (only_cc / "gcc").symlink_to(shutil.which("gcc"))
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(only_cc))
+    with pytest.raises(RuntimeError, match="needs valgrind on PATH"):
+        bench_api.api_pairs(2000, live=100, rounds=1, ram=64, instructions=True)
+
+
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None
+                    or __import__("shutil").which("valgrind") is None
+                    or bool(__import__("odebug").build_info().get("sanitizer")),
+                    reason="needs gcc and valgrind, and a plain build")
+def test_bench_api_instructions_real():
+    """Under the real valgrind: glibc's pair costs well under 1,000 instructions,
+    odebug's no-debug pair about as much, the defaults (KASAN, quarantine, debug
+    objects) several times more, and full debug more again."""
+    p = _odebug("bench", "api", "--pairs", "2000", "--live", "200", "--rounds", "1",
+                "--ram", "64", "--instructions", "--instr-pairs", "3000", timeout=900)
+    assert p.returncode == 0, p.stderr
+    ir = {}
+    for ln in p.stdout.splitlines():
+        if ln.startswith("64 B alloc+free pair"):
+            cells = ln[30:].split()
+            ir[cells[0]] = float(cells[-1].replace(",", "")) if cells[-1] != "-" else None
+    assert 50 < ir["glibc"] < 1000
+    assert ir["no-debug"] < 2 * ir["glibc"] + 200
+    assert ir["defaults"] > 3 * ir["no-debug"]
+    assert ir["full"] > ir["defaults"] and ir["full-modern"] > ir["defaults"]
