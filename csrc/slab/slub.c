@@ -1720,6 +1720,28 @@ int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 	return __odb_kmalloc(k, size, gfp, out);
 }
 
+/* odb_kfree of an object of another slab than the vCPU's, on an api_fastfree
+ * cache: do_slab_free's other branch, __slab_free inside the same irq-off
+ * section, already entered by the caller (held, cpu).  Nothing that
+ * odb_enter()/odb_leave() guard happens in it: __slab_free of a cache no hook
+ * acts on checks nothing and reports nothing, and the slab pages it may free
+ * run no page hook that acts (KASAN and debug objects are off for such a
+ * cache), so no report, no deferred callback, no error.  Its own frame,
+ * reached by a tail call from the frameless entry: the return address is the
+ * caller's, as the full path's _RET_IP_ is. */
+static __attribute__((noinline))
+int kfree_remote_fast(struct kmem_cache *s, struct slab *sl, void *object, struct odb_task *t,
+		      _Atomic(void *) *held, int cpu)
+{
+	struct odb_irq_fast f = { .held = held, .cpu = cpu };
+
+	odb_irq_nest(t, cpu);
+	__slab_free(s, sl, object, object, 1, (unsigned long)__builtin_return_address(0), cpu);
+	odb_irq_unnest(t);
+	odb_irq_fast_restore(&f);
+	return ODB_OK;
+}
+
 API_FAST_ENTRY
 int odb_kfree(odb_kernel *k, odb_addr_t x)
 {
@@ -1727,6 +1749,7 @@ int odb_kfree(odb_kernel *k, odb_addr_t x)
 	struct kmem_cache_cpu *c;
 	struct odb_irq_fast f;
 	struct kmem_cache *s;
+	struct odb_task *t;
 	struct slab *sl;
 	void *object;
 
@@ -1740,13 +1763,11 @@ int odb_kfree(odb_kernel *k, odb_addr_t x)
 	s = sl->slab_cache;
 	if (unlikely(!s->api_fastfree) || unlikely(!check_valid_pointer(s, sl, object)))
 		goto full;
-	if (unlikely(!slab_fast_irq_save(k, &f)))
+	if (unlikely(!odb_current_fast(k, &t)) || unlikely(!odb_irq_fast_try(t, &f)))
 		goto full;
 	c = &s->cpu_slab[f.cpu];
-	if (unlikely(sl != c->slab)) {
-		odb_irq_fast_restore(&f);
-		goto full;
-	}
+	if (unlikely(sl != c->slab))
+		return kfree_remote_fast(s, sl, object, t, f.held, f.cpu);
 	set_freepointer(s, object, c->freelist);
 	c->freelist = object;
 	c->tid++;

@@ -90,7 +90,7 @@ static __attribute__((noinline)) int do_free(odb_kernel *k, odb_addr_t a)
 
 #define LIVE 600
 
-static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small)
+static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small, bool kasan)
 {
 	static const unsigned int gfps[] = { ODB_GFP_KERNEL, ODB_GFP_KERNEL, ODB_GFP_KERNEL,
 					     ODB_GFP_ATOMIC, ODB_GFP_KERNEL | ODB_GFP_ZERO,
@@ -108,6 +108,8 @@ static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small)
 		unsigned int slot = (unsigned int)(r % LIVE), op = (unsigned int)((r >> 16) % 100);
 
 		py_loc = locs[(r >> 24) % 4];
+		if (!kasan && (op < 2 || op == 3))
+			op = 4;   /* no KASAN: no double free (it would corrupt the freelist) nor checked read */
 		if (op < 2 && nfreed) {
 			/* a double free, or a use after free */
 			odb_addr_t a = freed[(r >> 32) % nfreed];
@@ -233,7 +235,7 @@ static void run(bool fast, uint64_t seed, const char *cmdline, uint64_t ram, str
 		for (int i = 0; i < 16 && n; i++)
 			CHECK_EQ(odb_kfree(k, keep[--n]), ODB_OK);
 	}
-	workload(k, seed, 60000, ram < (16 << 20) ? 8000 : 300);
+	workload(k, seed, 60000, ram < (16 << 20) ? 8000 : 300, true);
 	take(k, s);
 
 	odb_set_frame_hook(k, NULL, NULL);
@@ -396,9 +398,140 @@ static void test_threads(void)
 	odb_kernel_destroy(k);
 }
 
+/*
+ * The no-debug fast paths (kasan=off no_debug_objects): odb_kfree of an object
+ * of another slab than the vCPU's runs __slab_free itself (kfree_remote_fast),
+ * odb_kmalloc pops the per-vCPU freelist.  The same seeded workload (invalid
+ * frees included: the full path reports them) on a kernel with the API's fast
+ * paths and on one without (k->api_fast off: every call the full path) leaves
+ * the same arena, dmesg, slabinfo and SLUB statistics, and every call the same
+ * result; the fast kernel took the remote free (free_slowpath counted on it,
+ * the same as on the slow one).
+ */
+static void run_nodebug(bool fast, uint64_t seed, struct snapshot *s)
+{
+	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 2, 64 << 20,
+				      seed);
+	char line[256];
+
+	CHECK(k != NULL);
+	if (!k)
+		abort();
+	CHECK_EQ(odb_bind_cpu(k, 0, NULL), 0);
+	if (!fast)
+		atomic_store(&k->api_fast, false);
+	workload(k, seed, 60000, 2000, false);
+	memset(s, 0, sizeof(*s));
+	s->ram_bytes = k->ram_bytes;
+	s->ram = malloc(s->ram_bytes);
+	if (!s->ram)
+		abort();
+	memcpy(s->ram, k->ram, s->ram_bytes);
+	s->dmesg = odb_dmesg(k, false);
+	s->slabinfo = odb_slabinfo_text(k);
+	s->results = results;
+	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
+		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
+		uint64_t v[64] = { 0 };
+
+		if (!c)
+			continue;
+		CHECK_EQ(odb_kmem_cache_stats(k, c, v, NULL), 0);
+		for (unsigned int j = 0; j < odb_slub_stat_count(); j++) {
+			snprintf(line, sizeof(line), "%s %s %llu\n", c->name, odb_slub_stat_name(j),
+				 (unsigned long long)v[j]);
+			s->stats = append(s->stats, line);
+		}
+		s->enomem += (unsigned int)v[FREE_SLOWPATH];   /* (here: the remote frees) */
+	}
+	odb_kernel_destroy(k);
+}
+
+static void compare_nodebug(uint64_t seed)
+{
+	struct snapshot f, s;
+	volatile int rounds = 2;   /* one call site for both */
+
+	for (int i = 0; i < rounds; i++)
+		run_nodebug(i == 0, seed, i == 0 ? &f : &s);
+	CHECK(f.enomem > 1000);              /* many frees went to another slab */
+	CHECK_EQ(f.enomem, s.enomem);
+	CHECK_EQ(f.results, s.results);
+	CHECK_EQ(f.ram_bytes, s.ram_bytes);
+	if (f.ram_bytes == s.ram_bytes) {
+		size_t d = first_diff(f.ram, s.ram, f.ram_bytes);
+
+		if (d != f.ram_bytes)
+			fprintf(stderr, "[no-debug] arena differs at offset %zu\n", d);
+		CHECK(d == f.ram_bytes);
+	}
+	CHECK(!strcmp(f.dmesg, s.dmesg));
+	CHECK(strstr(f.dmesg, "Invalid object pointer") != NULL);   /* the full path's reports */
+	CHECK(!strcmp(f.slabinfo, s.slabinfo));
+	CHECK(!strcmp(f.stats, s.stats));
+	drop(&f);
+	drop(&s);
+}
+
+/* Two threads free each other's objects on a no-debug kernel: remote frees
+ * through kfree_remote_fast racing the other vCPU's fast paths (TSan in CI);
+ * no report, every cache validates, every object came back. */
+static void test_threads_nodebug(void)
+{
+	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 2, 64 << 20, 12);
+	_Atomic odb_addr_t ring[RING];
+	struct churn c[2];
+	pthread_t th[2];
+	uint64_t remote = 0;
+	long errors = 0;
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	for (int i = 0; i < RING; i++)
+		atomic_init(&ring[i], 0);
+	for (int i = 0; i < 2; i++) {
+		c[i] = (struct churn){ .k = k, .cpu = i, .ring = ring };
+		CHECK_EQ(pthread_create(&th[i], NULL, churn_main, &c[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(c[0].bad + c[1].bad, 0);
+	for (int i = 0; i < RING; i++)
+		if (atomic_load(&ring[i]))
+			CHECK_EQ(do_free(k, atomic_load(&ring[i])), ODB_OK);
+	CHECK(!dmesg_has(k, "] BUG ") && !dmesg_has(k, "] BUG: ") && !dmesg_has(k, "] WARNING: "));
+	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
+		struct kmem_cache *s = slab_state(k)->kmalloc_caches[i];
+		uint64_t v[64] = { 0 };
+		long e = 0;
+
+		if (!s)
+			continue;
+		CHECK_EQ(odb_kmem_cache_validate(k, s, &e), 0);
+		errors += e;
+		CHECK_EQ(odb_kmem_cache_stats(k, s, v, NULL), 0);
+		remote += v[FREE_SLOWPATH];
+		/* every object allocated came back: none in use once the vCPUs' slabs
+		 * are back on the node */
+		{
+			struct odb_cache_info info;
+
+			CHECK_EQ(odb_kmem_cache_flush(k, s), 0);
+			CHECK_EQ(odb_kmem_cache_info(k, s, &info), 0);
+			CHECK_EQ(info.active_objs, 0);
+		}
+	}
+	CHECK_EQ(errors, 0);
+	CHECK(remote > 1000);
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
 	test_threads();
+	test_threads_nodebug();
+	compare_nodebug(13);
 	compare("kasan_multi_shot", 7, 64 << 20, false);
 	compare("kasan_multi_shot no_debug_objects", 8, 64 << 20, false);
 	compare("kasan_multi_shot odebug.quarantine=quarter", 9, 64 << 20, false);
