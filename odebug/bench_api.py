@@ -212,6 +212,12 @@ def _run(exe: str, mode: str, cmdline: str, n: int, size: int, live: int, ram_mb
     return float(r.stdout.strip())
 
 
+def _libodebug_sanitizer() -> str:
+    """The sanitizer libodebug was built with ('' for none)."""
+    from . import build_info
+    return str(build_info().get("sanitizer") or "")
+
+
 def _valgrind_ir(valgrind: str, exe: str, mode: str, cmdline: str, n: int, size: int, live: int,
                  ram_mb: int, cpus: int) -> int:
     """Instructions valgrind counts for one run of ``exe`` (its whole process)."""
@@ -268,13 +274,13 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
         raise RuntimeError("bench api needs a C compiler (gcc, or CC=...) to build its programs")
     valgrind = None
     if instructions:
-        from . import build_info
         valgrind = shutil.which("valgrind")
         if valgrind is None:
             raise RuntimeError("bench api --instructions needs valgrind on PATH")
-        if build_info().get("sanitizer"):
-            raise RuntimeError("bench api --instructions: libodebug is a sanitizer build "
-                               f"({build_info()['sanitizer']}), which valgrind cannot run")
+        san = _libodebug_sanitizer()
+        if san:
+            raise RuntimeError(f"bench api --instructions: libodebug is a sanitizer build "
+                               f"({san}), which valgrind cannot run")
     qmb = max(1, quarantine_geometry(ram << 20, cpus)["max_size"] >> 20)
     asan_env = {"ASAN_OPTIONS": f"quarantine_size_mb={qmb}:detect_leaks=0"}
     with tempfile.TemporaryDirectory(prefix="odebug-bench-api-") as d:

@@ -162,11 +162,20 @@ def test_bench_api_instructions_arithmetic(tmp_path, monkeypatch):
     """``--instructions`` counts ``(I(2m) - I(m)) / m`` per row from valgrind's
     summary line (a stand-in valgrind on PATH makes the counts known); ASan's
     rows get none; the table gets the column and says how it was counted."""
+    import odebug
     from odebug import bench_api
     fake = tmp_path / "valgrind"
     fake.write_text(_FAKE_VALGRIND)
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    assert bench_api._libodebug_sanitizer() == (odebug.build_info()["sanitizer"] or "")
+    # a sanitizer build of libodebug: refused, valgrind cannot run it
+    monkeypatch.setattr(bench_api, "_libodebug_sanitizer", lambda: "address")
+    with pytest.raises(RuntimeError, match=r"sanitizer build \(address\)"):
+        bench_api.api_pairs(2000, live=100, rounds=1, ram=64, instructions=True)
+    # (the stand-in runs nothing, so the check is lifted for it on any build; the
+    # timed rounds still run the real programs, a sanitizer build's with its runtime)
+    monkeypatch.setattr(bench_api, "_libodebug_sanitizer", lambda: "")
     res = bench_api.api_pairs(2000, live=100, rounds=1, ram=64, instructions=True,
                               instr_pairs=777)
     for r in res["rows"]:
