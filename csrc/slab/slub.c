@@ -1687,8 +1687,9 @@ odb_addr_t kvmalloc_node(struct odb_kernel *k, size_t size, gfp_t flags, unsigne
  * odb_enter()/odb_leave()'s bookkeeping because nothing it guards can happen
  * there: no report (no check runs), no deferred callback, no error (a
  * successful call keeps the calling thread's message of its last failed
- * call, as odb_strerror() documents).  Any other case -- and a busy vCPU,
- * an empty freelist, an object of another vCPU's slab -- tail-calls the full
+ * call, as odb_strerror() documents).  odb_kfree of an object of another
+ * slab than the vCPU's runs __slab_free itself (kfree_remote_fast, below).
+ * Any other case -- and a busy vCPU, an empty freelist -- tail-calls the full
  * path (slab_api.c), which does everything.
  */
 /* Frameless only where the compiler makes the full path a tail call (a jump:
