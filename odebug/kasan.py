@@ -77,8 +77,11 @@ class Quarantine:
 
     def count(self) -> Dict[Optional[str], Tuple[int, int]]:
         """What the quarantine holds now: ``{name: (objects, bytes)}`` for every
-        cache (zeros included; key None for an unlisted cache)
-        (a walk of every list; for checks, e.g. odebug.scenarios.check_invariants)."""
+        cache (zeros included), ``"<name> (destroyed)"`` for a cache whose
+        destroy found objects remaining (reported, and kept with its slabs: a
+        later free of one of its objects, a mempool's element say, is
+        quarantined as any), and key None for any other cache (a walk of every
+        list; for checks, e.g. odebug.scenarios.check_invariants)."""
         return _core.kasan_quarantine_count(self._k)
 
     def reduce(self) -> None:

@@ -58,7 +58,7 @@ _TIMEOUT = float(os.environ.get("ODEBUG_FUZZ_TIMEOUT", 120 if _SANITIZED else 30
 # hypothesis draw (shrinkable) or random.Random (the long campaign).
 
 CMDLINES = ["", "slub_debug=FZPU", "slub_debug=FZPU kasan=off", "kasan=off",
-            "no_debug_objects", "slub_debug=FZPU odebug.objects_free=eager",
+            "kasan=off no_debug_objects", "no_debug_objects", "slub_debug=FZPU odebug.objects_free=eager",
             "slub_debug=P odebug.slub_path=modern", "odebug.slub_path=modern",
             "slub_debug=FZPUT"]
 CALLBACKS = ["none", "ok", "false", "true", "raise", "reenter", "close"]

@@ -446,13 +446,16 @@ static PyObject *py_kasan_quarantine_count(PyObject *m, PyObject *args)
 	KernelObject *ko;
 	odb_cache **caches = NULL;
 	uint64_t *objs = NULL, *bytes = NULL, other[2];
-	size_t n, cap;
+	size_t n, nl, cap, lcap;
 	int ret;
 
 	if (!PyArg_ParseTuple(args, "O", &kobj))
 		return NULL;
 	GET_KERNEL(m, kobj, ko);
-	cap = odb_kmem_cache_list(ko->k, NULL, 0) + 1;
+	/* the listed caches, then the zombies (destroyed with objects remaining):
+	 * their objects may sit in the quarantine legitimately */
+	lcap = odb_kmem_cache_list(ko->k, NULL, 0) + 1;
+	cap = lcap + odb_kmem_cache_zombies(ko->k, NULL, 0) + 1;
 	caches = PyMem_Calloc(cap, sizeof(*caches));
 	objs = PyMem_Calloc(cap, sizeof(*objs));
 	bytes = PyMem_Calloc(cap, sizeof(*bytes));
@@ -460,7 +463,10 @@ static PyObject *py_kasan_quarantine_count(PyObject *m, PyObject *args)
 		PyErr_NoMemory();
 		goto out;
 	}
-	n = odb_kmem_cache_list(ko->k, caches, cap);
+	nl = odb_kmem_cache_list(ko->k, caches, lcap);
+	if (nl > lcap)
+		nl = lcap;
+	n = nl + odb_kmem_cache_zombies(ko->k, caches + nl, cap - nl);
 	if (n > cap)
 		n = cap;
 	/* names first: the walk below only compares the cache pointers */
@@ -472,7 +478,9 @@ static PyObject *py_kasan_quarantine_count(PyObject *m, PyObject *args)
 
 		if (odb_kmem_cache_info(ko->k, caches[i], &info))
 			info.name[0] = '\0';
-		if (!(v = PyUnicode_FromString(info.name)))
+		v = i < nl ? PyUnicode_FromString(info.name)
+			   : PyUnicode_FromFormat("%s (destroyed)", info.name);
+		if (!v)
 			goto out;
 		PyList_SET_ITEM(names, (Py_ssize_t)i, v);
 	}
@@ -488,10 +496,25 @@ static PyObject *py_kasan_quarantine_count(PyObject *m, PyObject *args)
 	for (size_t i = 0; i <= n; i++) {
 		PyObject *key = i < n ? PyList_GET_ITEM(names, (Py_ssize_t)i) : Py_None;
 		unsigned long long o = i < n ? objs[i] : other[0], b = i < n ? bytes[i] : other[1];
-		PyObject *v;
+		PyObject *v, *have;
 
 		if (i == n && !o)
 			break;
+		/* two zombies of one name (or a cache named like one): one entry, summed */
+		have = PyDict_GetItemWithError(d, key);
+		if (have) {
+			unsigned long long ho, hb;
+
+			if (!PyArg_ParseTuple(have, "KK", &ho, &hb)) {
+				Py_CLEAR(d);
+				goto out;
+			}
+			o += ho;
+			b += hb;
+		} else if (PyErr_Occurred()) {
+			Py_CLEAR(d);
+			goto out;
+		}
 		v = Py_BuildValue("(KK)", o, b);
 		if (!v || PyDict_SetItem(d, key, v)) {
 			Py_XDECREF(v);

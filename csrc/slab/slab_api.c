@@ -144,6 +144,20 @@ size_t odb_kmem_cache_list(odb_kernel *k, odb_cache **out, size_t max)
 	return n;
 }
 
+size_t odb_kmem_cache_zombies(odb_kernel *k, odb_cache **out, size_t max)
+{
+	struct odb_slab_state *ss = slab_state(k);
+	struct list_head *pos;
+	size_t n = 0;
+
+	mutex_lock_nocb(k, &ss->slab_mutex);
+	for (pos = ss->zombies.next; pos != &ss->zombies; pos = pos->next, n++)
+		if (n < max)
+			out[n] = list_entry(pos, struct kmem_cache, list);
+	mutex_unlock_nocb(k, &ss->slab_mutex);
+	return n;
+}
+
 int odb_kmem_cache_alloc(odb_kernel *k, odb_cache *s, unsigned int gfp, odb_addr_t *out)
 {
 	void *p;

@@ -544,6 +544,13 @@ ODB_API int odb_kmem_cache_destroy(odb_kernel *k, odb_cache *s);
 ODB_API odb_cache *odb_kmem_cache_find(odb_kernel *k, const char *name);
 /* Up to max caches in creation order; returns the total number. */
 ODB_API size_t odb_kmem_cache_list(odb_kernel *k, odb_cache **out, size_t max);
+/* The same for the caches whose kmem_cache_destroy() found objects remaining
+ * (reported, as the kernel does): the kernel keeps such a cache on its list;
+ * odebug takes it off (its name can be used again) and keeps it, slabs and all,
+ * until the kernel goes, so that a later free of one of its objects (a
+ * mempool's element, a quarantined object) goes into it as into any cache.
+ * Handles that only odb_kmem_cache_info / odb_kasan_quarantine_count take. */
+ODB_API size_t odb_kmem_cache_zombies(odb_kernel *k, odb_cache **out, size_t max);
 /* Allocation failure is ODB_ENOMEM (a normal outcome). */
 ODB_API int odb_kmem_cache_alloc(odb_kernel *k, odb_cache *s, unsigned int gfp, odb_addr_t *out);
 /* kmalloc of size bytes from s (a kmalloc-type cache: orig_size tracking). */
