@@ -130,32 +130,29 @@ odb_cache *odb_kmem_cache_find(odb_kernel *k, const char *name)
 	return name ? kmem_cache_find(k, name) : NULL;
 }
 
-size_t odb_kmem_cache_list(odb_kernel *k, odb_cache **out, size_t max)
+/* Up to max caches of one of slab_state's lists (under slab_mutex); the total. */
+static size_t cache_list_copy(odb_kernel *k, struct list_head *head, odb_cache **out, size_t max)
 {
 	struct odb_slab_state *ss = slab_state(k);
 	struct list_head *pos;
 	size_t n = 0;
 
 	mutex_lock_nocb(k, &ss->slab_mutex);
-	for (pos = ss->slab_caches.next; pos != &ss->slab_caches; pos = pos->next, n++)
+	for (pos = head->next; pos != head; pos = pos->next, n++)
 		if (n < max)
 			out[n] = list_entry(pos, struct kmem_cache, list);
 	mutex_unlock_nocb(k, &ss->slab_mutex);
 	return n;
 }
 
+size_t odb_kmem_cache_list(odb_kernel *k, odb_cache **out, size_t max)
+{
+	return cache_list_copy(k, &slab_state(k)->slab_caches, out, max);
+}
+
 size_t odb_kmem_cache_zombies(odb_kernel *k, odb_cache **out, size_t max)
 {
-	struct odb_slab_state *ss = slab_state(k);
-	struct list_head *pos;
-	size_t n = 0;
-
-	mutex_lock_nocb(k, &ss->slab_mutex);
-	for (pos = ss->zombies.next; pos != &ss->zombies; pos = pos->next, n++)
-		if (n < max)
-			out[n] = list_entry(pos, struct kmem_cache, list);
-	mutex_unlock_nocb(k, &ss->slab_mutex);
-	return n;
+	return cache_list_copy(k, &slab_state(k)->zombies, out, max);
 }
 
 int odb_kmem_cache_alloc(odb_kernel *k, odb_cache *s, unsigned int gfp, odb_addr_t *out)

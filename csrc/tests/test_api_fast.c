@@ -362,21 +362,16 @@ static void *churn_main(void *arg)
 	return NULL;
 }
 
-static void test_threads(void)
+/* Two threads, one a vCPU, churn through k (churn_main); then what they
+ * left in the ring is freed. */
+static void churn(odb_kernel *k)
 {
-	odb_kernel *k = odb_test_boot("", ODB_CLOCK_VIRTUAL, 2, 64 << 20, 11);
 	_Atomic odb_addr_t ring[RING];
 	struct churn c[2];
 	pthread_t th[2];
-	struct odb_quarantine_stats q;
-	uint64_t objs = 0, bytes = 0, other[2] = { 0, 0 }, before;
 
-	CHECK(k != NULL);
-	if (!k)
-		return;
 	for (int i = 0; i < RING; i++)
 		atomic_init(&ring[i], 0);
-	before = odb_stack_depot_count(k);
 	for (int i = 0; i < 2; i++) {
 		c[i] = (struct churn){ .k = k, .cpu = i, .ring = ring };
 		CHECK_EQ(pthread_create(&th[i], NULL, churn_main, &c[i]), 0);
@@ -387,6 +382,19 @@ static void test_threads(void)
 	for (int i = 0; i < RING; i++)
 		if (atomic_load(&ring[i]))
 			CHECK_EQ(do_free(k, atomic_load(&ring[i])), ODB_OK);
+}
+
+static void test_threads(void)
+{
+	odb_kernel *k = odb_test_boot("", ODB_CLOCK_VIRTUAL, 2, 64 << 20, 11);
+	struct odb_quarantine_stats q;
+	uint64_t objs = 0, bytes = 0, other[2] = { 0, 0 }, before;
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	before = odb_stack_depot_count(k);
+	churn(k);
 	CHECK(!dmesg_has(k, "] BUG: ") && !dmesg_has(k, "] WARNING: "));   /* (not "ODEBUG:") */
 	CHECK_EQ(odb_kasan_quarantine_stats(k, &q, NULL), 0);
 	CHECK_EQ(odb_kasan_quarantine_count(k, NULL, 0, &objs, &bytes, other), 0);
@@ -479,27 +487,13 @@ static void compare_nodebug(uint64_t seed)
 static void test_threads_nodebug(void)
 {
 	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 2, 64 << 20, 12);
-	_Atomic odb_addr_t ring[RING];
-	struct churn c[2];
-	pthread_t th[2];
 	uint64_t remote = 0;
 	long errors = 0;
 
 	CHECK(k != NULL);
 	if (!k)
 		return;
-	for (int i = 0; i < RING; i++)
-		atomic_init(&ring[i], 0);
-	for (int i = 0; i < 2; i++) {
-		c[i] = (struct churn){ .k = k, .cpu = i, .ring = ring };
-		CHECK_EQ(pthread_create(&th[i], NULL, churn_main, &c[i]), 0);
-	}
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	CHECK_EQ(c[0].bad + c[1].bad, 0);
-	for (int i = 0; i < RING; i++)
-		if (atomic_load(&ring[i]))
-			CHECK_EQ(do_free(k, atomic_load(&ring[i])), ODB_OK);
+	churn(k);
 	CHECK(!dmesg_has(k, "] BUG ") && !dmesg_has(k, "] BUG: ") && !dmesg_has(k, "] WARNING: "));
 	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
 		struct kmem_cache *s = slab_state(k)->kmalloc_caches[i];
