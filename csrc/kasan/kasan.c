@@ -513,7 +513,7 @@ void *kasan_slab_alloc(struct kmem_cache *s, void *object, gfp_t flags)
 	return object;
 }
 
-KASAN_INLINE void poison_kmalloc_redzone_shadow(struct kmem_cache *s, void *object, size_t size)
+KASAN_INLINE void poison_kmalloc_redzone(struct kmem_cache *s, void *object, size_t size)
 {
 	struct odb_kernel *k = s->k;
 	odb_addr_t a = host_to_virt(k, object);
@@ -523,11 +523,6 @@ KASAN_INLINE void poison_kmalloc_redzone_shadow(struct kmem_cache *s, void *obje
 	kasan_poison_last_granule(k, a, size);
 	if (rz_end > rz_start)
 		kasan_poison(k, rz_start, (size_t)(rz_end - rz_start), KASAN_SLAB_REDZONE);
-}
-
-KASAN_INLINE void poison_kmalloc_redzone(struct kmem_cache *s, void *object, size_t size)
-{
-	poison_kmalloc_redzone_shadow(s, object, size);
 	if (s->flags & SLAB_KMALLOC)
 		kasan_save_alloc_info(s, object);
 }
@@ -651,8 +646,7 @@ bool kasan_slab_free(struct kmem_cache *s, void *object, bool still_accessible)
 void kasan_tmpl_capture(struct odb_kernel *k, uint64_t key, uint32_t handle, void *fp)
 {
 	struct kasan_state *ks = kasan_state(k);
-	unsigned int n = sizeof(ks->tmpl) / sizeof(ks->tmpl[0]);
-	unsigned int i = (unsigned int)((key * 0x9e3779b97f4a7c15ULL) >> 58) % n;
+	unsigned int n = KASAN_TMPL_SLOTS, i = kasan_tmpl_home(key);
 	struct odb_stack_tmpl t;
 
 	/* (KASAN's saves are stack_depot_save_current(k, 2): kasan_save_stack) */

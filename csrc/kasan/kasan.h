@@ -136,6 +136,7 @@ struct quarantine {
 	struct quarantine_stats st;
 };
 
+#define KASAN_TMPL_SLOTS 64   /* the public API's stack templates (kasan_tmpl_find) */
 struct kasan_state {
 	bool enabled;                 /* kasan=on (default) */
 	bool fault_panic;             /* kasan.fault=panic */
@@ -163,7 +164,7 @@ struct kasan_state {
 	struct kasan_api_tmpl {
 		_Atomic uint64_t key;         /* 0: free; published last (release) */
 		struct odb_stack_tmpl t;
-	} tmpl[64];
+	} tmpl[KASAN_TMPL_SLOTS];
 	/* the last template found for a key (a hint: its key is compared) */
 	struct kasan_api_tmpl *_Atomic tmpl_hint[2];   /* [0] alloc, [1] free */
 };
@@ -324,11 +325,15 @@ static inline uint64_t kasan_tmpl_key_free(bool debug_check)
 {
 	return (1ULL << 61) | (debug_check ? 1u : 0u);
 }
+/* Where a key's probe starts in kasan_state's template table. */
+static inline unsigned int kasan_tmpl_home(uint64_t key)
+{
+	return (unsigned int)((key * 0x9e3779b97f4a7c15ULL) >> 58) % KASAN_TMPL_SLOTS;
+}
 static inline const struct odb_stack_tmpl *kasan_tmpl_find(struct odb_kernel *k, uint64_t key)
 {
 	struct kasan_state *ks = kasan_state(k);
-	unsigned int n = sizeof(ks->tmpl) / sizeof(ks->tmpl[0]);
-	unsigned int i = (unsigned int)((key * 0x9e3779b97f4a7c15ULL) >> 58) % n;
+	unsigned int n = KASAN_TMPL_SLOTS, i = kasan_tmpl_home(key);
 	struct kasan_api_tmpl *_Atomic *hint = &ks->tmpl_hint[(key >> 61) & 1];
 	struct kasan_api_tmpl *h = atomic_load_explicit(hint, memory_order_relaxed);
 

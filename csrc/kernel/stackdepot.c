@@ -205,6 +205,11 @@ static uint64_t walk_key(void *const *e, unsigned int n)
 	return key;
 }
 
+static inline bool py_equal(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
 static inline struct stack_record *recent_find(const struct odb_task *t, uint64_t key,
 					       void *const *e, unsigned int n, const char *py)
 {
@@ -212,8 +217,7 @@ static inline struct stack_record *recent_find(const struct odb_task *t, uint64_
 		const struct stack_record *r = t->depot_recent[i];
 
 		if (t->depot_recent_key[i] == key && r && r->nr == n &&
-		    frames_equal(r->entries, e, n) &&
-		    ((!r->py && !py) || (r->py && py && !strcmp(r->py, py))))
+		    frames_equal(r->entries, e, n) && py_equal(r->py, py))
 			return t->depot_recent[i];
 	}
 	return NULL;
@@ -381,11 +385,6 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 	if (cnt > ODB_STACK_DEPTH)
 		cnt = ODB_STACK_DEPTH;
 	return depot_save(k, key, raw + from, cnt, depot_py(k, py, sizeof(py)));
-}
-
-static inline bool py_equal(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
 uint32_t stack_depot_save_tmpl(struct odb_kernel *k, struct odb_task *t,

@@ -1780,19 +1780,33 @@ full:
 }
 
 /* ---- the public API's KASAN fast paths (issue 16; slub.h, kasan.h) ---------------------- */
-uint64_t kmalloc_kasan_tmpl_key(struct odb_kernel *k, size_t size, gfp_t gfp)
+/* The kmalloc cache (and its index) that serves size if the KASAN fast paths
+ * may, else NULL. */
+static inline struct kmem_cache *kmalloc_kasan_fast_cache(struct odb_kernel *k, size_t size,
+							  unsigned int *idx)
 {
-	unsigned int idx;
 	struct kmem_cache *s;
 
 	if (!atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ||
 	    size - 1 >= KMALLOC_MAX_CACHE_SIZE)
-		return 0;
-	idx = kmalloc_index(size);
-	s = slab_state(k)->kmalloc_caches[idx];
-	if (!s || !s->api_kasan_fast)
-		return 0;
-	return kasan_tmpl_key_alloc(idx, size, s->object_size, gfp);
+		return NULL;
+	*idx = kmalloc_index(size);
+	s = slab_state(k)->kmalloc_caches[*idx];
+	return s && s->api_kasan_fast ? s : NULL;
+}
+
+/* Whether a free of s's object runs debug objects' check (a free template's key). */
+static inline bool kfree_kasan_dobj(struct odb_kernel *k, const struct kmem_cache *s)
+{
+	return s->check_obj_freed && debug_objects_enabled_fast(k);
+}
+
+uint64_t kmalloc_kasan_tmpl_key(struct odb_kernel *k, size_t size, gfp_t gfp)
+{
+	unsigned int idx;
+	struct kmem_cache *s = kmalloc_kasan_fast_cache(k, size, &idx);
+
+	return s ? kasan_tmpl_key_alloc(idx, size, s->object_size, gfp) : 0;
 }
 
 uint64_t kfree_kasan_tmpl_key(struct odb_kernel *k, const void *x)
@@ -1803,7 +1817,7 @@ uint64_t kfree_kasan_tmpl_key(struct odb_kernel *k, const void *x)
 
 	if (!s || !s->api_kasan_fast)
 		return 0;
-	return kasan_tmpl_key_free(s->check_obj_freed && debug_objects_enabled_fast(k));
+	return kasan_tmpl_key_free(kfree_kasan_dobj(k, s));
 }
 
 /*
@@ -1855,13 +1869,9 @@ int kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, v
 	unsigned int idx;
 	int r;
 
-	if (!atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ||
-	    size - 1 >= KMALLOC_MAX_CACHE_SIZE ||
-	    !atomic_load_explicit(&k->api_fast, memory_order_relaxed))
-		return 1;
-	idx = kmalloc_index(size);
-	s = slab_state(k)->kmalloc_caches[idx];
-	if (!s->api_kasan_fast || READ_ONCE(k->failslab.attr.probability))
+	s = kmalloc_kasan_fast_cache(k, size, &idx);
+	if (!s || !atomic_load_explicit(&k->api_fast, memory_order_relaxed) ||
+	    READ_ONCE(k->failslab.attr.probability))
 		return 1;
 	tp = kasan_tmpl_find(k, kasan_tmpl_key_alloc(idx, size, s->object_size, gfp));
 	if (!tp)
@@ -1921,7 +1931,7 @@ bool kfree_kasan_fast(struct odb_kernel *k, void *x, void *fp)
 	    nearest_obj(s, sl, x) != x ||
 	    !kasan_byte_accessible(k, host_to_virt(k, x)))
 		return false;
-	dobj = s->check_obj_freed && debug_objects_enabled_fast(k);
+	dobj = kfree_kasan_dobj(k, s);
 	tp = kasan_tmpl_find(k, kasan_tmpl_key_free(dobj));
 	if (!tp || (dobj && !debug_check_no_obj_freed_fast(k, x, s->object_size)))
 		return false;

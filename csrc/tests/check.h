@@ -51,6 +51,18 @@ static inline bool dmesg_has(odb_kernel *k, const char *needle)
 	return r;
 }
 
+/* A Python-style frame hook (odb_set_frame_hook(k, test_py_hook, NULL)): the
+ * caller's location is test_py_loc, none while it is NULL. */
+static const char *test_py_loc;
+static inline bool test_py_hook(void *ctx, char *buf, size_t len)
+{
+	(void)ctx;
+	if (!test_py_loc)
+		return false;
+	snprintf(buf, len, "%s", test_py_loc);
+	return true;
+}
+
 static inline int odb_test_summary(void)
 {
 	printf("%d passed, %d failed\n", checks - failures, failures);

@@ -28,15 +28,6 @@ struct snapshot {
 	unsigned int tmpls;
 };
 
-static const char *py_loc;
-static bool py_hook(void *ctx, char *buf, size_t len)
-{
-	(void)ctx;
-	if (!py_loc)
-		return false;
-	snprintf(buf, len, "%s", py_loc);
-	return true;
-}
 
 static uint64_t rng_state;
 static _Thread_local uint64_t results;      /* (the churn threads call the helpers too) */
@@ -68,6 +59,31 @@ static char *append(char *s, const char *t)
 		abort();
 	memcpy(n + a, t, b + 1);
 	return n;
+}
+
+/* Every kmalloc cache's SLUB statistics as text lines; returns the sum of
+ * their free_slowpath counts. */
+static uint64_t kmalloc_stats(odb_kernel *k, char **text)
+{
+	uint64_t slow = 0;
+	char line[256];
+
+	CHECK(odb_slub_stat_count() <= 64);
+	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
+		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
+		uint64_t v[64] = { 0 };
+
+		if (!c)
+			continue;
+		CHECK_EQ(odb_kmem_cache_stats(k, c, v, NULL), 0);
+		for (unsigned int j = 0; j < odb_slub_stat_count(); j++) {
+			snprintf(line, sizeof(line), "%s %s %llu\n", c->name, odb_slub_stat_name(j),
+				 (unsigned long long)v[j]);
+			*text = append(*text, line);
+		}
+		slow += v[FREE_SLOWPATH];
+	}
+	return slow;
 }
 
 /* Two call sites a caller would have: an alloc and a free helper each. */
@@ -107,7 +123,7 @@ static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small, bool
 		uint64_t r = rnd();
 		unsigned int slot = (unsigned int)(r % LIVE), op = (unsigned int)((r >> 16) % 100);
 
-		py_loc = locs[(r >> 24) % 4];
+		test_py_loc = locs[(r >> 24) % 4];
 		if (!kasan && (op < 2 || op == 3))
 			op = 4;   /* no KASAN: no double free (it would corrupt the freelist) nor checked read */
 		if (op < 2 && nfreed) {
@@ -130,7 +146,7 @@ static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small, bool
 			(void)do_alloc(k, size, gfps[(r >> 56) % 6], &live[slot]);
 		}
 	}
-	py_loc = NULL;
+	test_py_loc = NULL;
 	for (unsigned int i = 0; i < LIVE; i++)
 		if (live[i])
 			(void)do_free(k, live[i]);
@@ -140,7 +156,6 @@ static void take(odb_kernel *k, struct snapshot *s)
 {
 	struct kasan_state *ks = kasan_state(k);
 	struct odb_quarantine_stats q;
-	char line[256];
 
 	s->ram_bytes = k->ram_bytes;
 	s->ram = malloc(s->ram_bytes);
@@ -179,20 +194,7 @@ static void take(odb_kernel *k, struct snapshot *s)
 		abort();
 	memcpy(s->qstats, &q, sizeof(q));
 	s->stats = NULL;
-	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
-		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
-		uint64_t v[64] = { 0 };
-
-		if (!c)
-			continue;
-		CHECK(odb_slub_stat_count() <= 64);
-		CHECK_EQ(odb_kmem_cache_stats(k, c, v, NULL), 0);
-		for (unsigned int j = 0; j < odb_slub_stat_count(); j++) {
-			snprintf(line, sizeof(line), "%s %s %llu\n", c->name, odb_slub_stat_name(j),
-				 (unsigned long long)v[j]);
-			s->stats = append(s->stats, line);
-		}
-	}
+	(void)kmalloc_stats(k, &s->stats);
 	s->tmpls = 0;
 	for (size_t i = 0; i < sizeof(ks->tmpl) / sizeof(ks->tmpl[0]); i++)
 		s->tmpls += atomic_load(&ks->tmpl[i].key) != 0;
@@ -218,7 +220,7 @@ static void run(bool fast, uint64_t seed, const char *cmdline, uint64_t ram, str
 	if (!k)
 		abort();
 	CHECK_EQ(odb_bind_cpu(k, 0, NULL), 0);
-	odb_set_frame_hook(k, py_hook, NULL);
+	odb_set_frame_hook(k, test_py_hook, NULL);
 	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
 		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
 
@@ -420,7 +422,6 @@ static void run_nodebug(bool fast, uint64_t seed, struct snapshot *s)
 {
 	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 2, 64 << 20,
 				      seed);
-	char line[256];
 
 	CHECK(k != NULL);
 	if (!k)
@@ -438,20 +439,7 @@ static void run_nodebug(bool fast, uint64_t seed, struct snapshot *s)
 	s->dmesg = odb_dmesg(k, false);
 	s->slabinfo = odb_slabinfo_text(k);
 	s->results = results;
-	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
-		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
-		uint64_t v[64] = { 0 };
-
-		if (!c)
-			continue;
-		CHECK_EQ(odb_kmem_cache_stats(k, c, v, NULL), 0);
-		for (unsigned int j = 0; j < odb_slub_stat_count(); j++) {
-			snprintf(line, sizeof(line), "%s %s %llu\n", c->name, odb_slub_stat_name(j),
-				 (unsigned long long)v[j]);
-			s->stats = append(s->stats, line);
-		}
-		s->enomem += (unsigned int)v[FREE_SLOWPATH];   /* (here: the remote frees) */
-	}
+	s->enomem = (unsigned int)kmalloc_stats(k, &s->stats);   /* (here: the remote frees) */
 	odb_kernel_destroy(k);
 }
 

@@ -112,15 +112,6 @@ static void test_dedup_and_concurrency(void)
  * walk's answers: the same frames with another Python location are another
  * record, and more stacks than the list holds come back with their first
  * handles after eviction. */
-static const char *hook_py;
-static bool py_hook(void *ctx, char *buf, size_t len)
-{
-	(void)ctx;
-	if (!hook_py)
-		return false;
-	snprintf(buf, len, "%s", hook_py);
-	return true;
-}
 
 static void test_recent_records(void)
 {
@@ -133,7 +124,7 @@ static void test_recent_records(void)
 	if (!k)
 		return;
 	CHECK_EQ(odb_bind_cpu(k, 0, NULL), 0);   /* this thread has a task: the list is used */
-	odb_set_frame_hook(k, py_hook, NULL);
+	odb_set_frame_hook(k, test_py_hook, NULL);
 	memset(first, 0, sizeof(first));
 	for (int round = 0; round < 3; round++)
 		for (int f = 0; f < NFUNCS; f++)
@@ -141,7 +132,7 @@ static void test_recent_records(void)
 				volatile int two = 2;   /* one call site: the same stack twice */
 				uint32_t h[2];
 
-				hook_py = locs[l];
+				test_py_loc = locs[l];
 				for (int i = 0; i < two; i++)
 					h[i] = save_via(k, f);
 				/* the second save is a list hit: the same handle */
@@ -157,7 +148,7 @@ static void test_recent_records(void)
 			for (int m = l + 1; m < 4; m++)
 				CHECK(first[f][l] != first[f][m]);
 	odb_set_frame_hook(k, NULL, NULL);
-	hook_py = NULL;
+	test_py_loc = NULL;
 	odb_kernel_destroy(k);
 }
 
