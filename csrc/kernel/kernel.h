@@ -626,10 +626,10 @@ bool flush_delayed_work(struct odb_kernel *k, struct odb_work *w);
 struct page {
 	uint32_t flags;
 	uint32_t order;
-	uint32_t buddy_next, buddy_prev;  /* free-list links (page index + 1) */
 	uint32_t head;                     /* index of the head page (tails) */
 	uint32_t _pad;
-	_Alignas(16) uint64_t priv[12];
+	_Alignas(16) uint64_t priv[12];    /* bytes 16..111: the first 48 share flags' cache line */
+	uint32_t buddy_next, buddy_prev;  /* free-list links (page index + 1) */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct page) == 128, "struct page is 128 bytes");
 

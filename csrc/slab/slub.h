@@ -30,20 +30,28 @@ extern const char *const slub_stat_names[NR_SLUB_STAT_ITEMS];
 	 ((unsigned long)((frozen) & 1u) << 31))
 #define MAX_OBJS_PER_PAGE 32767
 
-/* struct slab overlays struct page's priv[] (include/linux/mm_types.h). */
+/* struct slab overlays struct page's priv[] (include/linux/mm_types.h).  Its
+ * field order is host cache-line placement (the kernel's is not observable):
+ * priv[] starts at byte 16 of the 128-byte struct page, so the
+ * words that every free, quarantine eviction and per-CPU partial push touch
+ * -- freelist, counters, slab_cache, base, next, slabs, pobjects -- share the
+ * page's first cache line with flags and head: a cold slab costs one line,
+ * not two.  The node-list words and the debug lock take the second. */
 struct slab {
+	_Alignas(16) void *freelist;    /* freelist + counters: one double word */
+	unsigned long counters;
 	struct kmem_cache *slab_cache;
-	struct list_head slab_list;     /* node partial or full list */
+	void *base;                     /* slab_address(), cached at allocation */
 	struct slab *next;              /* per-CPU partial chain */
 	int slabs;                      /* slabs left on the chain from here */
 	int pobjects;                   /* approximate free objects on the chain */
-	_Alignas(16) void *freelist;    /* freelist + counters: one double word */
-	unsigned long counters;
+	struct list_head slab_list;     /* node partial or full list */
 	atomic_int lock;                /* slab_lock() when cmpxchg is not allowed */
 	unsigned int order;
-	void *base;                     /* slab_address(), cached at allocation */
 };
 _Static_assert(sizeof(struct slab) <= sizeof(((struct page *)0)->priv), "struct slab fits in page");
+_Static_assert(offsetof(struct page, priv) + offsetof(struct slab, slab_list) <= 64,
+	       "the hot struct slab words share the struct page's first cache line");
 /* a large kmalloc's size: the last word of priv[], past struct slab */
 #define ODB_PAGE_PRIV_LARGE_SIZE 11
 _Static_assert(sizeof(struct slab) <= ODB_PAGE_PRIV_LARGE_SIZE * sizeof(uint64_t),
