@@ -1360,6 +1360,86 @@ void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 }
 
 /*
+ * __slab_free of objs[0..m), freed one after the other, as one cmpxchg: only
+ * while none of those frees would move the slab -- the slab is frozen, or has
+ * free objects and is not emptied before the last of them -- so that each one
+ * alone would have been a plain freelist push with FREE_SLOWPATH (and
+ * FREE_FROZEN on a frozen slab).  Returns how many it freed: 0 when the first
+ * free would move the slab (prior NULL on an unfrozen slab); one fewer than m
+ * when the last would empty an unfrozen slab.  The caller frees those alone.
+ */
+static unsigned int __slab_free_plain(struct kmem_cache *s, struct slab *sl, void *const *objs,
+				      unsigned int m, int cpu)
+{
+	void *prior;
+	unsigned long counters, nc;
+	unsigned int inuse, j;
+	bool frozen;
+
+	for (;;) {
+		slab_snapshot(s, sl, &prior, &counters);
+		frozen = SLAB_FROZEN(counters);
+		inuse = SLAB_INUSE(counters);
+		if ((!prior && !frozen) || inuse < m)
+			return 0;
+		if (inuse == m && !frozen && --m == 0)
+			return 0;
+		/* each object's free pointer as the single frees would leave it:
+		 * the one freed before it, the first's the old freelist */
+		set_freepointer(s, objs[0], prior);
+		for (j = 1; j < m; j++)
+			set_freepointer(s, objs[j], objs[j - 1]);
+		nc = SLAB_COUNTERS(inuse - m, SLAB_OBJECTS(counters), frozen);
+		if (cmpxchg_double_slab(s, sl, cpu, prior, counters, objs[m - 1], nc))
+			break;
+	}
+	for (j = 0; j < m; j++) {
+		stat_cpu(s, cpu, FREE_SLOWPATH);
+		if (frozen)
+			stat_cpu(s, cpu, FREE_FROZEN);
+	}
+	atomic_fetch_add_explicit(&s->free_run_objs[1], m, memory_order_relaxed);
+	return m;
+}
+
+void do_slab_free_run(struct kmem_cache *s, struct slab *sl, void *const *objs, unsigned int n,
+		      unsigned long addr)
+{
+	struct kmem_cache_cpu *c;
+	struct odb_task *t = odb_current(s->k);
+	struct odb_irq_fast f;
+	unsigned int i, done;
+
+	if (unlikely(!t))
+		return;   /* as do_slab_free: the objects stay allocated */
+	odb_irq_fast_save(t, &f);
+	c = &s->cpu_slab[f.cpu];
+	if (sl == c->slab) {
+		/* (nothing below changes the vCPU's slab) */
+		for (i = 0; i < n; i++) {
+			set_freepointer(s, objs[i], c->freelist);
+			c->freelist = objs[i];
+			c->tid++;
+			stat_cpu(s, f.cpu, FREE_FASTPATH);
+		}
+		if (n > 1)
+			atomic_fetch_add_explicit(&s->free_run_objs[0], n, memory_order_relaxed);
+	} else {
+		odb_irq_nest(t, f.cpu);
+		for (i = 0; i < n; i += done) {
+			done = n - i > 1 ? __slab_free_plain(s, sl, objs + i, n - i, f.cpu) : 0;
+			if (!done) {
+				/* a free that moves the slab (or the last one): the kernel's */
+				__slab_free(s, sl, objs[i], objs[i], 1, addr, f.cpu);
+				done = 1;
+			}
+		}
+		odb_irq_unnest(t);
+	}
+	odb_irq_fast_release(t, &f);
+}
+
+/*
  * slab_free_hook: debugobjects' range check, KASAN's double-free check, then
  * (CONFIG_SLUB_RCU_DEBUG, a SLAB_TYPESAFE_BY_RCU cache, not yet after its
  * grace period) the free is deferred by an RCU grace period, else KASAN
@@ -2167,6 +2247,7 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	/* odb_kfree's fast path: never for a tracker (debug_objects_refuse_free) */
 	s->api_fastfree = s->fastfree && !(s->flags & SLAB_DEBUG_OBJECTS);
 	s->kasan = kasan_enabled(k);
+	s->free_runs = true;
 	s->api_kasan_fast = s->kasan && (s->flags & SLAB_KMALLOC) &&
 			    !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE | SLAB_DEBUG_OBJECTS |
 					  SLAB_TYPESAFE_BY_RCU)) &&

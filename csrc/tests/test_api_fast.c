@@ -24,6 +24,7 @@ struct snapshot {
 	size_t ram_bytes, shadow_bytes;
 	char *dmesg, *slabinfo, *stacks, *qstats, *stats;
 	uint64_t depot, results;      /* a hash of every call's result and error message */
+	unsigned long runs[2];        /* objects the quarantine freed in runs (slub.h free_run_objs) */
 	unsigned int enomem;
 	unsigned int tmpls;
 };
@@ -106,6 +107,41 @@ static __attribute__((noinline)) int do_free(odb_kernel *k, odb_addr_t a)
 
 #define LIVE 600
 
+/*
+ * Objects allocated together and freed together: their quarantine entries
+ * follow each other and share slabs, so evictions free them in runs
+ * (do_slab_free_run) onto the vCPU's slab, onto frozen slabs, onto partial
+ * ones, emptying them or not, and from full ones (the run's first free moves
+ * the slab).  Some are kept a while, some freed in reverse or every other.
+ */
+static odb_addr_t burst_kept[32];
+
+static void burst(odb_kernel *k, uint64_t r)
+{
+	static const size_t sizes[] = { 8, 64, 96, 192, 512, 1024, 1500, 4096 };
+	odb_addr_t a[120];
+	unsigned int n = 8 + (unsigned int)((r >> 8) % 112), got = 0, mode = (unsigned int)(r >> 20) % 3;
+	size_t size = sizes[(r >> 40) % 8];
+
+	for (unsigned int i = 0; i < n; i++)
+		if (do_alloc(k, size, ODB_GFP_KERNEL, &a[got]) == ODB_OK)
+			got++;
+	for (unsigned int i = 0; i < got; i++) {
+		unsigned int j = mode == 0 ? i : mode == 1 ? got - 1 - i
+				 : (2 * i < got ? 2 * i : 2 * (i - (got + 1) / 2) + 1);
+
+		if ((r >> (i % 48)) % 11 == 0) {
+			unsigned int kept = (unsigned int)((r >> 3) + i) % 32;
+
+			if (burst_kept[kept])
+				(void)do_free(k, burst_kept[kept]);
+			burst_kept[kept] = a[j];
+		} else {
+			(void)do_free(k, a[j]);
+		}
+	}
+}
+
 static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small, bool kasan)
 {
 	static const unsigned int gfps[] = { ODB_GFP_KERNEL, ODB_GFP_KERNEL, ODB_GFP_KERNEL,
@@ -137,6 +173,8 @@ static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small, bool
 			(void)do_free(k, live[slot] + 8);          /* an invalid free */
 		} else if (op < 4 && live[slot]) {
 			(void)odb_kasan_read(k, live[slot], buf, 16);   /* maybe out of bounds */
+		} else if (op == 4 && (r >> 32) % 16 == 0) {
+			burst(k, r);
 		} else if (live[slot]) {
 			(void)do_free(k, live[slot]);
 			freed[nfreed < 64 ? nfreed++ : (r >> 40) % 64] = live[slot];
@@ -150,6 +188,10 @@ static void workload(odb_kernel *k, uint64_t seed, int steps, size_t small, bool
 	for (unsigned int i = 0; i < LIVE; i++)
 		if (live[i])
 			(void)do_free(k, live[i]);
+	for (unsigned int i = 0; i < 32; i++)
+		if (burst_kept[i])
+			(void)do_free(k, burst_kept[i]);
+	memset(burst_kept, 0, sizeof(burst_kept));
 }
 
 static void take(odb_kernel *k, struct snapshot *s)
@@ -195,6 +237,13 @@ static void take(odb_kernel *k, struct snapshot *s)
 	memcpy(s->qstats, &q, sizeof(q));
 	s->stats = NULL;
 	(void)kmalloc_stats(k, &s->stats);
+	s->runs[0] = s->runs[1] = 0;
+	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
+		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
+
+		for (unsigned int j = 0; c && j < 2; j++)
+			s->runs[j] += atomic_load(&c->free_run_objs[j]);
+	}
 	s->tmpls = 0;
 	for (size_t i = 0; i < sizeof(ks->tmpl) / sizeof(ks->tmpl[0]); i++)
 		s->tmpls += atomic_load(&ks->tmpl[i].key) != 0;
@@ -224,8 +273,12 @@ static void run(bool fast, uint64_t seed, const char *cmdline, uint64_t ram, str
 	for (unsigned int i = 0; i <= KMALLOC_SHIFT_HIGH; i++) {
 		struct kmem_cache *c = slab_state(k)->kmalloc_caches[i];
 
-		if (c && !fast)
+		if (c && !fast) {
 			c->api_kasan_fast = false;
+			c->free_runs = false;   /* and the quarantine frees one object at a time */
+		}
+		if (c && c->size >= 1024 && c->size < 2048)
+			c->cpu_partial = 0;     /* both kernels: a freed-to slab is unfrozen at once */
 	}
 	if (ram < (16 << 20)) {
 		/* ballast: all but ~1 MiB of the small kernel's memory in 64 KiB blocks */
@@ -287,6 +340,10 @@ static void compare(const char *cmdline, uint64_t seed, uint64_t ram, bool oom)
 			fprintf(stderr, "[%s] shadow differs at offset %zu\n", cmdline, d);
 		CHECK(d == f.shadow_bytes);
 	}
+	/* the quarantine freed runs on the fast kernel, none on the other */
+	if (!oom)
+		CHECK(f.runs[0] > 100 && f.runs[1] > 1000);
+	CHECK(s.runs[0] == 0 && s.runs[1] == 0);
 	CHECK_EQ(f.depot, s.depot);
 	CHECK_EQ(f.results, s.results);
 	CHECK_EQ(f.enomem, s.enomem);
