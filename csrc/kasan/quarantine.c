@@ -180,12 +180,16 @@ uint64_t qlist_free_all(struct odb_kernel *k, struct qlist_head *q, struct kmem_
 	run.n = 0;
 	qlink = q->head;
 	while (qlink) {
-		struct kmem_cache *obj_cache = cache ? cache : qlink_to_cache(k, qlink);
+		/* (qlink_to_cache, keeping the link's slab) */
+		struct slab *lsl = cache ? NULL : virt_to_slab(k, qlink);
+		struct kmem_cache *obj_cache = cache ? cache : lsl ? lsl->slab_cache : NULL;
 		struct qlist_node *next = qlink_next(k, qlink);
 
 		if (obj_cache && slab_free_run_ok(obj_cache)) {
 			void *object = qlink_to_object(qlink, obj_cache);
-			struct slab *sl = virt_to_slab(k, object);
+			/* the object's slab: the link's when both lie in one page */
+			struct slab *sl = lsl && !(((uintptr_t)object ^ (uintptr_t)qlink) >> PAGE_SHIFT) ?
+					  lsl : virt_to_slab(k, object);
 
 			if (sl) {
 				if (run.n && (sl != run.sl || run.n == SLAB_FREE_RUN_MAX))
