@@ -690,7 +690,7 @@ static inline void kasan_save_track_tmpl(struct odb_task *t, struct odb_kernel *
 /* (an api_kasan_fast cache's objects have both metas: slub.c) */
 void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object, size_t size,
 			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, bool slab_hook_done,
-			 int *ret)
+			 bool reduced, int *ret)
 {
 	struct odb_kernel *k = s->k;
 	struct kasan_alloc_meta *m = (void *)((char *)object + s->kasan_alloc_meta_offset);
@@ -699,12 +699,13 @@ void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object,
 	*ret = ODB_OK;
 	/* kasan_slab_alloc (a kmalloc cache's alloc track is kasan_kmalloc's) */
 	if (!slab_hook_done) {
-		if (gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
+		if (!reduced && gfpflags_allow_blocking(flags) &&
+		    kasan_quarantine_reduce_api(k) == ODB_EBUG)
 			*ret = ODB_EBUG;
 		kasan_unpoison_obj(k, object, s->object_size);
 	}
 	/* kasan_kmalloc: poison_kmalloc_redzone */
-	if (gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
+	if (!reduced && gfpflags_allow_blocking(flags) && kasan_quarantine_reduce_api(k) == ODB_EBUG)
 		*ret = ODB_EBUG;
 	if (size & KASAN_GRANULE_MASK)
 		*kasan_host_to_shadow(k, (char *)object + size) = (uint8_t)(size & KASAN_GRANULE_MASK);

@@ -116,10 +116,24 @@ struct quarantine_stats {
 	uint64_t in_flight, peak_total;   /* bytes being freed by reducers; peak of all bytes */
 };
 
+/* Counts a vCPU's fast paths make inside its irq-off section: one writer at a
+ * time (the section's owner), so a plain increment, no locked instruction;
+ * the statistics add them to the shared ones.  One cache line each. */
+struct quarantine_cpu_stats {
+	_Alignas(64) _Atomic uint64_t put_calls;
+	_Atomic uint64_t reduce_calls;
+};
+static inline void quarantine_cpu_stat_add(_Atomic uint64_t *v, uint64_t n)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
 struct quarantine {
 	enum quarantine_policy policy;
 	enum quarantine_fixes fixes;
 	struct qlist_head *cpu_quarantine;     /* [nr_cpu_ids], under each vCPU's irq lock */
+	struct quarantine_cpu_stats *cpu_st;   /* [nr_cpu_ids], likewise */
 	/* Q-2016 ring */
 	struct qlist_head *global_quarantine;  /* [batches] */
 	unsigned long batches;                 /* QUARANTINE_BATCHES */
@@ -380,10 +394,11 @@ static inline void kasan_unpoison_obj(struct odb_kernel *k, const void *p, size_
 void kasan_tmpl_capture(struct odb_kernel *k, uint64_t key, uint32_t handle, void *fp);
 /* kasan_slab_alloc (unless slab_hook_done: the slab's slow path ran it) +
  * kasan_kmalloc of a kmalloc object, the alloc track's stack through *tp from
- * fp; t: the task (odb_current_fast). */
+ * fp; t: the task (odb_current_fast).  reduced: the caller made both hooks'
+ * quarantine-reduce checks (nothing to evict) and counted them. */
 void *kasan_kmalloc_fast(struct kmem_cache *s, struct odb_task *t, void *object, size_t size,
 			 gfp_t flags, const struct odb_stack_tmpl *tp, void *fp, bool slab_hook_done,
-			 int *ret);
+			 bool reduced, int *ret);
 /* kasan_slab_free of an object whose free checks passed: false (nothing
  * done) when the put would flush the vCPU's quarantine (or the vCPU's lock is
  * not the task's): the slow path does it all. */

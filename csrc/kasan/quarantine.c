@@ -486,7 +486,7 @@ void kasan_quarantine_put_locked(struct kmem_cache *cache, void *object, int cpu
 	struct kasan_free_meta *m = (void *)((char *)object + cache->kasan_free_meta_offset);
 
 	qlist_put(k, &q->cpu_quarantine[cpu], &m->quarantine_link, cache->size);
-	STAT_INC(q, put_calls);
+	quarantine_cpu_stat_add(&q->cpu_st[cpu].put_calls, 1);   /* STAT_INC(q, put_calls) */
 }
 
 /* ---- reduce -------------------------------------------------------------------------------------- */
@@ -704,13 +704,21 @@ int quarantine_init(struct odb_kernel *k)
 
 	q->batches = QUARANTINE_BATCHES_FOR(k->config_nr_cpus);
 	q->cpu_quarantine = calloc(k->nr_cpu_ids, sizeof(*q->cpu_quarantine));
+	q->cpu_st = aligned_alloc(_Alignof(struct quarantine_cpu_stats),
+				  k->nr_cpu_ids * sizeof(*q->cpu_st));
 	q->global_quarantine = calloc(q->batches, sizeof(*q->global_quarantine));
-	if (!q->cpu_quarantine || !q->global_quarantine) {
+	if (!q->cpu_quarantine || !q->cpu_st || !q->global_quarantine) {
 		free(q->cpu_quarantine);
+		free(q->cpu_st);
 		free(q->global_quarantine);
 		q->cpu_quarantine = NULL;
+		q->cpu_st = NULL;
 		q->global_quarantine = NULL;
 		return -1;
+	}
+	for (unsigned int i = 0; i < k->nr_cpu_ids; i++) {
+		atomic_init(&q->cpu_st[i].put_calls, 0);
+		atomic_init(&q->cpu_st[i].reduce_calls, 0);
 	}
 	raw_spin_lock_init(&q->quarantine_lock);
 	init_srcu_struct(&q->remove_cache_srcu);
@@ -723,8 +731,10 @@ void quarantine_exit(struct odb_kernel *k)
 	struct quarantine *q = &kasan_state(k)->q;
 
 	free(q->cpu_quarantine);
+	free(q->cpu_st);
 	free(q->global_quarantine);
 	q->cpu_quarantine = NULL;
+	q->cpu_st = NULL;
 	q->global_quarantine = NULL;
 	spin_lock_destroy(&q->quarantine_lock);
 	cleanup_srcu_struct(&q->remove_cache_srcu);
@@ -785,6 +795,11 @@ int odb_kasan_quarantine_stats(odb_kernel *k, struct odb_quarantine_stats *out, 
 	out->put_refused = READ_ONCE(q->st.put_refused);
 	out->flushes = READ_ONCE(q->st.flushes);
 	out->reduce_calls = READ_ONCE(q->st.reduce_calls);
+	for (unsigned int i = 0; i < k->nr_cpu_ids; i++) {
+		out->put_calls += atomic_load_explicit(&q->cpu_st[i].put_calls, memory_order_relaxed);
+		out->reduce_calls += atomic_load_explicit(&q->cpu_st[i].reduce_calls,
+							  memory_order_relaxed);
+	}
 	out->reduce_slow = READ_ONCE(q->st.reduce_slow);
 	out->reduce_evicting = q->st.reduce_evicting;
 	out->evicted_objects = q->st.evicted_objects;

@@ -1921,7 +1921,7 @@ kmalloc_kasan_refill(struct odb_kernel *k, struct kmem_cache *s, size_t size, gf
 	object = slab_alloc_slow(s, gfp, 0, (unsigned int)size);
 	*out = object;
 	if (object) {
-		kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, true, &r);
+		kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, true, false, &r);
 		return odb_leave(t, ODB_OK);
 	}
 	if (gfpflags_allow_blocking(gfp))
@@ -1947,6 +1947,7 @@ int kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, v
 	struct odb_task *t;
 	void *object, *next;
 	unsigned int idx;
+	bool reduced;
 	int r;
 
 	s = kmalloc_kasan_fast_cache(k, size, &idx);
@@ -1976,10 +1977,16 @@ int kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, v
 	c->freelist = next;
 	c->tid++;
 	stat_c(c, ALLOC_FASTPATH);
+	/* KASAN's two quarantine-reduce checks (kasan_slab_alloc's and
+	 * kasan_kmalloc's), made at once in the section when there is nothing to
+	 * evict: counted on the vCPU, without a locked add */
+	reduced = gfpflags_allow_blocking(gfp) && !kasan_quarantine_over(k);
+	if (reduced)
+		quarantine_cpu_stat_add(&kasan_state(k)->q.cpu_st[f.cpu].reduce_calls, 2);
 	odb_irq_fast_restore(&f);
 	if (unlikely(gfp & __GFP_ZERO))
 		memset(object, 0, s->object_size);
-	*out = kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, false, &r);
+	*out = kasan_kmalloc_fast(s, t, object, size, gfp, tp, fp, false, reduced, &r);
 	return r;
 }
 
