@@ -755,7 +755,18 @@ struct odb_stack_tmpl {
 	 * template with the same n, raw_base and frames (code paths that differ
 	 * only in a branch the stack does not show share it), or NULL for itself */
 	const struct odb_stack_tmpl *canon;
+	uintptr_t text_lo, text_span; /* odebug's text: the walk's range (stackdepot.c) */
 	void *frames[ODB_STACK_DEPTH];
+};
+/* A depot record (stackdepot.c): immutable once published, lives as long as
+ * the kernel. */
+struct stack_record {
+	uint32_t hash;
+	uint32_t handle;           /* index + 1 */
+	struct stack_record *next; /* bucket chain; immutable once published */
+	uint16_t nr;
+	char *py;                  /* Python caller or NULL */
+	void *entries[ODB_STACK_DEPTH];
 };
 /* The save of the slow path's record for a call whose inner frames are *tp
  * and whose frame chain from F = fp outwards is the caller's; t: the calling
@@ -920,6 +931,36 @@ struct odb_kernel {
 	void *kasan;
 	void *debugobjects;
 };
+
+/*
+ * stack_depot_save_tmpl()'s common case, inline: F's caller lies outside
+ * odebug (the user's code called the API function) so F's chain is that one
+ * frame, no frame hook gives a Python location, and one of the task's recent
+ * records is known to begin with tp's frames and ends with that caller.  The
+ * same key and comparisons as stack_depot_save_tmpl's own look-up; 0: not
+ * so, the caller calls stack_depot_save_tmpl.
+ */
+static inline uint32_t stack_depot_save_tmpl_recent(struct odb_kernel *k, struct odb_task *t,
+						    const struct odb_stack_tmpl *tp, void *fp)
+{
+	void *ret = ((void *const *)fp)[1];
+	const struct odb_stack_tmpl *id = tp->canon ? tp->canon : tp;
+	unsigned int n = tp->n;
+	uint64_t key;
+
+	if (!t || k->frame_hook || (uintptr_t)ret - tp->text_lo < tp->text_span ||
+	    n >= ODB_STACK_DEPTH)
+		return 0;
+	key = (uint64_t)(uintptr_t)ret ^ (uint64_t)(uintptr_t)id;   /* the walk key of [ret], ^ id */
+	for (unsigned int i = 0; i < ODB_DEPOT_RECENT; i++) {
+		const struct stack_record *r = t->depot_recent[i];
+
+		if (t->depot_recent_key[i] == key && t->depot_recent_tmpl[i] == id &&
+		    r->nr == n + 1 && r->entries[n] == ret && !r->py)
+			return r->handle;
+	}
+	return 0;
+}
 
 static inline bool odb_sched_on(const struct odb_kernel *k)
 {

@@ -36,15 +36,6 @@
 #define DEPOT_HASH_BITS 14
 #define DEPOT_RAW_FRAMES 48
 
-struct stack_record {
-	uint32_t hash;
-	uint32_t handle;           /* index + 1 */
-	struct stack_record *next; /* bucket chain; immutable once published */
-	uint16_t nr;
-	char *py;                  /* Python caller or NULL */
-	void *entries[ODB_STACK_DEPTH];
-};
-
 struct elf_sym { uintptr_t start, size; const char *name; };
 struct elf_module {
 	char *path;
@@ -466,6 +457,8 @@ bool stack_depot_tmpl_capture(struct odb_kernel *k, uint32_t handle, unsigned in
 	out->n = n;
 	out->raw_base = 1 + skip + n;
 	out->canon = NULL;
+	out->text_lo = d->text_lo;
+	out->text_span = d->text_hi - d->text_lo;
 	memcpy(out->frames, r->entries, n * sizeof(void *));
 	return true;
 }
