@@ -11,7 +11,8 @@ kernel's RAM and CPUs), so both hold the same bytes of freed memory.
 
 Workloads (one process per run; every configuration runs once per round, the
 rounds interleaved so that a noisy neighbour hits them alike; ns are medians
-over the rounds, ratios are paired within each round, then the median):
+over the rounds, ratios are paired within each round, then the median; the
+``rounds`` column gives the lowest and highest of the rounds' ratios to ASan):
 
 * ``pair``: ``n`` alloc+free pairs of ``size`` bytes;
 * ``random``: ``live`` objects kept, then ``n`` steps each freeing a random
@@ -304,13 +305,18 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
                                               asan_env if name == "asan" else None,
                                               odebug=name in dict(CONFIGS)))
             for name in names:
+                def ratios(peer: str) -> List[float]:
+                    return [a / b for a, b in zip(samples[name], samples.get(peer, []))]
+
                 def paired(peer: str) -> Optional[float]:
-                    if peer not in samples:
-                        return None
-                    return statistics.median(a / b for a, b in zip(samples[name], samples[peer]))
+                    return statistics.median(ratios(peer)) if peer in samples else None
+                vs_asan = ratios("asan")
                 rows.append({"workload": mode, "config": name, "cmdline": cmd[name],
                              "ns": statistics.median(samples[name]),
-                             "vs_glibc": paired("glibc"), "vs_asan": paired("asan")})
+                             "vs_glibc": paired("glibc"), "vs_asan": paired("asan"),
+                             # the spread of the rounds' paired ratios: how far one
+                             # round's ratio may be from the median on this machine
+                             "vs_asan_range": (min(vs_asan), max(vs_asan)) if vs_asan else None})
         if valgrind is not None:
             # instruction counts do not depend on what else runs: the runs go
             # side by side, one per core
@@ -340,21 +346,29 @@ def format_table(res: Dict[str, Any]) -> str:
              f"kernel: {res['ram_mb']} MiB, {res['cpus']} vCPUs; ASan's quarantine "
              f"= odebug's: {res['quarantine_mb']} MiB",
              f"{'workload':30}{'config':12}{'ns/op':>9}{'x glibc':>9}{'x ASan':>8}"
+             + (f"{'rounds':>11}" if res["asan"] else "")
              + (f"{'instr/op':>10}" if res.get("instr_pairs") else "")]
     what = {"pair": f"{res['size']} B alloc+free pair",
             "random": f"random 16..1024, {res['live']} live"}
     for r in res["rows"]:
         va = f"{r['vs_asan']:.2f}" if r["vs_asan"] is not None else "-"
+        rng = ""
+        if res["asan"]:
+            lo_hi = r.get("vs_asan_range")
+            rng = f"{lo_hi[0]:>6.2f}-{lo_hi[1]:.2f}" if lo_hi else f"{'-':>11}"
         ir = ""
         if res.get("instr_pairs"):
             ir = f"{r['instr']:>10,.0f}" if "instr" in r else f"{'-':>10}"
         lines.append(f"{what[r['workload']]:30}{r['config']:12}{r['ns']:>9.1f}"
-                     f"{r['vs_glibc']:>9.2f}{va:>8}{ir}")
+                     f"{r['vs_glibc']:>9.2f}{va:>8}{rng}{ir}")
     mem = "  ".join(f"{name} {v:.1f}" for name, v in res["memory"].items())
     lines.append(f"resident bytes per live {res['size']} B object ({res['live'] * 10} kept): {mem}")
     lines.append("no-debug: kasan=off no_debug_objects; defaults: KASAN + quarantine + debug "
                  "objects; full: slub_debug=FZPU on top (the default 2016 `relaxed` debug "
                  "flows); full-modern: the same on the v6.1+ flows (odebug.slub_path=modern)")
+    if res["asan"]:
+        lines.append("rounds: the lowest and the highest of the rounds' ratios to ASan "
+                     "(x ASan is their median)")
     if res.get("instr_pairs"):
         lines.append(f"instr/op: valgrind (cachegrind), (I(2m) - I(m)) / m with m = "
                      f"{res['instr_pairs']:,} operations a run, the loop included; ASan's "

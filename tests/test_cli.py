@@ -124,7 +124,7 @@ def test_bench_api_section():
     """``bench api`` builds a C program on the public API (and glibc's, and ASan's
     when gcc has it) and prints ns and ratios per workload and configuration,
     and the resident bytes per live object."""
-    p = _odebug("bench", "api", "--pairs", "3000", "--live", "200", "--rounds", "1",
+    p = _odebug("bench", "api", "--pairs", "3000", "--live", "200", "--rounds", "2",
                 "--ram", "64", timeout=600)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
@@ -140,6 +140,14 @@ def test_bench_api_section():
         assert ns > 0 and vs_glibc > 0
     glibc = [ln for ln in rows if ln[30:].split()[0] == "glibc"]
     assert all(float(ln[30:].split()[2]) == 1.0 for ln in glibc)
+    if asan:
+        # x ASan is the median of the rounds' ratios, "rounds" their lowest and highest
+        assert lines[2].split()[-1] == "rounds"
+        for ln in rows:
+            x = float(ln[30:].split()[3])
+            lo, hi = (float(v) for v in ln[30:].split()[4].split("-"))
+            assert lo <= x <= hi, ln
+        assert any(ln.startswith("rounds: the lowest and the highest") for ln in lines)
     mem = [ln for ln in lines if ln.startswith("resident bytes per live 64 B object")]
     assert len(mem) == 1 and "defaults" in mem[0]
 
