@@ -684,9 +684,6 @@ static inline void kasan_save_track_tmpl(struct odb_task *t, struct odb_kernel *
 	struct kasan_track tr = { .pid = (uint32_t)t->pid,
 				  .stack = stack_depot_save_tmpl_recent(k, t, tp, fp) };
 
-	if (!tr.stack)
-		tr.stack = stack_depot_save_tmpl(k, t, tp, fp);
-
 	memcpy(at, &tr, sizeof(tr));
 }
 
@@ -731,8 +728,6 @@ bool kasan_slab_free_fast(struct kmem_cache *s, struct odb_task *t, void *object
 	/* the stack first: the frame hook runs outside the irq-off section */
 	tr.pid = (uint32_t)t->pid;
 	tr.stack = stack_depot_save_tmpl_recent(k, t, tp, fp);
-	if (!tr.stack)
-		tr.stack = stack_depot_save_tmpl(k, t, tp, fp);
 	if (!odb_irq_fast_try(t, &f))
 		return false;
 	if (!kasan_quarantine_fits(s, f.cpu)) {

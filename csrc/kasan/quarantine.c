@@ -185,7 +185,7 @@ uint64_t qlist_free_all(struct odb_kernel *k, struct qlist_head *q, struct kmem_
 		struct kmem_cache *obj_cache = cache ? cache : lsl ? lsl->slab_cache : NULL;
 		struct qlist_node *next = qlink_next(k, qlink);
 
-		if (obj_cache && slab_free_run_ok(obj_cache)) {
+		if (obj_cache && obj_cache->free_runs) {
 			void *object = qlink_to_object(qlink, obj_cache);
 			/* the object's slab: the link's when both lie in one page */
 			struct slab *sl = lsl && !(((uintptr_t)object ^ (uintptr_t)qlink) >> PAGE_SHIFT) ?

@@ -933,12 +933,12 @@ struct odb_kernel {
 };
 
 /*
- * stack_depot_save_tmpl()'s common case, inline: F's caller lies outside
- * odebug (the user's code called the API function) so F's chain is that one
- * frame, no frame hook gives a Python location, and one of the task's recent
- * records is known to begin with tp's frames and ends with that caller.  The
- * same key and comparisons as stack_depot_save_tmpl's own look-up; 0: not
- * so, the caller calls stack_depot_save_tmpl.
+ * stack_depot_save_tmpl() with its common case inline: F's caller lies
+ * outside odebug (the user's code called the API function) so F's chain is
+ * that one frame, no frame hook gives a Python location, and one of the
+ * task's recent records is known to begin with tp's frames and ends with that
+ * caller.  The same key and comparisons as stack_depot_save_tmpl's own
+ * look-up; anything else is the out-of-line save's.
  */
 static inline uint32_t stack_depot_save_tmpl_recent(struct odb_kernel *k, struct odb_task *t,
 						    const struct odb_stack_tmpl *tp, void *fp)
@@ -950,7 +950,7 @@ static inline uint32_t stack_depot_save_tmpl_recent(struct odb_kernel *k, struct
 
 	if (!t || k->frame_hook || (uintptr_t)ret - tp->text_lo < tp->text_span ||
 	    n >= ODB_STACK_DEPTH)
-		return 0;
+		return stack_depot_save_tmpl(k, t, tp, fp);
 	key = (uint64_t)(uintptr_t)ret ^ (uint64_t)(uintptr_t)id;   /* the walk key of [ret], ^ id */
 	for (unsigned int i = 0; i < ODB_DEPOT_RECENT; i++) {
 		const struct stack_record *r = t->depot_recent[i];
@@ -959,7 +959,7 @@ static inline uint32_t stack_depot_save_tmpl_recent(struct odb_kernel *k, struct
 		    r->nr == n + 1 && r->entries[n] == ret && !r->py)
 			return r->handle;
 	}
-	return 0;
+	return stack_depot_save_tmpl(k, t, tp, fp);
 }
 
 static inline bool odb_sched_on(const struct odb_kernel *k)

@@ -1320,6 +1320,17 @@ slab_empty:
 	discard_slab(s, sl);
 }
 
+/* The free fast path's push of head..tail onto the vCPU's freelist (irqs off
+ * on that vCPU; its slab is theirs). */
+static inline __attribute__((always_inline)) void
+cpu_freelist_push(struct kmem_cache *s, struct kmem_cache_cpu *c, void *head, void *tail)
+{
+	set_freepointer(s, tail, c->freelist);
+	c->freelist = head;
+	c->tid++;
+	stat_c(c, FREE_FASTPATH);
+}
+
 /* The slab free path proper (after the free hooks): do_slab_free.  The irq-off
  * section pushes onto the per-vCPU freelist when the object is of the vCPU's
  * slab, else runs __slab_free in the same section. */
@@ -1341,10 +1352,7 @@ void do_slab_free_inline(struct kmem_cache *s, struct slab *sl, void *head, void
 	odb_irq_fast_save(t, &f);
 	c = &s->cpu_slab[f.cpu];
 	if (likely(sl == c->slab)) {
-		set_freepointer(s, tail, c->freelist);
-		c->freelist = head;
-		c->tid++;
-		stat_cpu(s, f.cpu, FREE_FASTPATH);
+		cpu_freelist_push(s, c, head, tail);
 	} else {
 		odb_irq_nest(t, f.cpu);
 		__slab_free(s, sl, head, tail, cnt, addr, f.cpu);
@@ -1416,12 +1424,8 @@ void do_slab_free_run(struct kmem_cache *s, struct slab *sl, void *const *objs, 
 	c = &s->cpu_slab[f.cpu];
 	if (sl == c->slab) {
 		/* (nothing below changes the vCPU's slab) */
-		for (i = 0; i < n; i++) {
-			set_freepointer(s, objs[i], c->freelist);
-			c->freelist = objs[i];
-			c->tid++;
-			stat_cpu(s, f.cpu, FREE_FASTPATH);
-		}
+		for (i = 0; i < n; i++)
+			cpu_freelist_push(s, c, objs[i], objs[i]);
 		if (n > 1)
 			atomic_fetch_add_explicit(&s->free_run_objs[0], n, memory_order_relaxed);
 	} else {
@@ -1613,10 +1617,7 @@ void slab_free(struct odb_kernel *k, struct kmem_cache *s, struct slab *sl, void
 		odb_irq_fast_restore(&f);
 		goto slow;
 	}
-	set_freepointer(s, x, c->freelist);
-	c->freelist = x;
-	c->tid++;
-	stat_c(c, FREE_FASTPATH);
+	cpu_freelist_push(s, c, x, x);
 	odb_irq_fast_restore(&f);
 	return;
 slow:
@@ -1849,10 +1850,7 @@ int odb_kfree(odb_kernel *k, odb_addr_t x)
 	c = &s->cpu_slab[f.cpu];
 	if (unlikely(sl != c->slab))
 		return kfree_remote_fast(s, sl, object, t, f.held, f.cpu);
-	set_freepointer(s, object, c->freelist);
-	c->freelist = object;
-	c->tid++;
-	stat_c(c, FREE_FASTPATH);
+	cpu_freelist_push(s, c, object, object);
 	odb_irq_fast_restore(&f);
 	return ODB_OK;
 full:
@@ -1957,12 +1955,17 @@ int kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, v
 	tp = kasan_tmpl_find(k, kasan_tmpl_key_alloc(idx, size, s->object_size, gfp));
 	if (!tp)
 		return 1;
-	/* a quarantine to evict: the slow path (an eviction racing in after this
-	 * check runs inside an API call of its own: kasan_quarantine_reduce_api) */
-	if (gfpflags_allow_blocking(gfp) && kasan_quarantine_over(k))
-		return 1;
 	if (!odb_current_fast(k, &t) || !odb_irq_fast_try(t, &f))
 		return 1;
+	/* KASAN's two quarantine-reduce checks (kasan_slab_alloc's and
+	 * kasan_kmalloc's), made at once in the section: a quarantine to evict is
+	 * the slow path's; else both are counted on the vCPU below, without a
+	 * locked add */
+	reduced = gfpflags_allow_blocking(gfp);
+	if (reduced && kasan_quarantine_over(k)) {
+		odb_irq_fast_restore(&f);
+		return 1;
+	}
 	c = &s->cpu_slab[f.cpu];
 	object = c->freelist;
 	if (unlikely(!object)) {
@@ -1977,10 +1980,6 @@ int kmalloc_kasan_fast(struct odb_kernel *k, size_t size, gfp_t gfp, void *fp, v
 	c->freelist = next;
 	c->tid++;
 	stat_c(c, ALLOC_FASTPATH);
-	/* KASAN's two quarantine-reduce checks (kasan_slab_alloc's and
-	 * kasan_kmalloc's), made at once in the section when there is nothing to
-	 * evict: counted on the vCPU, without a locked add */
-	reduced = gfpflags_allow_blocking(gfp) && !kasan_quarantine_over(k);
 	if (reduced)
 		quarantine_cpu_stat_add(&kasan_state(k)->q.cpu_st[f.cpu].reduce_calls, 2);
 	odb_irq_fast_restore(&f);
@@ -2255,7 +2254,9 @@ static struct kmem_cache *create_cache(struct odb_kernel *k, const char *name, u
 	/* odb_kfree's fast path: never for a tracker (debug_objects_refuse_free) */
 	s->api_fastfree = s->fastfree && !(s->flags & SLAB_DEBUG_OBJECTS);
 	s->kasan = kasan_enabled(k);
-	s->free_runs = true;
+	/* the quarantine's runs: no free debug processing (any debug flag, so the
+	 * modern debug flows too) and no scheduling points */
+	s->free_runs = !kmem_cache_debug(s) && !k->sched_controlled;
 	s->api_kasan_fast = s->kasan && (s->flags & SLAB_KMALLOC) &&
 			    !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_TRACE | SLAB_DEBUG_OBJECTS |
 					  SLAB_TYPESAFE_BY_RCU)) &&

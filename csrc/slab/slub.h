@@ -136,8 +136,9 @@ struct kmem_cache {
 	bool api_kasan_fast;                /* a kmalloc cache with KASAN and nothing else: the
 					       public API's KASAN fast paths (issue 16) */
 	bool modern_debug;                  /* a debug cache on the modern flows (odebug.slub_path=modern) */
-	bool free_runs;                     /* the quarantine may free runs (do_slab_free_run); only
-					       tests clear it, to compare with the single frees */
+	bool free_runs;                     /* the quarantine may free runs (do_slab_free_run): no
+					       debug flag, no controlled scheduler (tests clear
+					       it, to compare with the single frees) */
 	_Atomic unsigned long free_run_objs[2]; /* for tests: objects of runs of more than one
 					       freed onto the vCPU's slab [0], by one cmpxchg [1] */
 	bool debug_checks;                  /* consistency checks on alloc/free: F, or any debug flag when locked */
@@ -531,17 +532,10 @@ void do_slab_free(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 		  unsigned long addr);
 /* do_slab_free_run: objs[0..n) of slab sl, freed exactly as n do_slab_free()
  * calls in that order free them (freelist, counters, lists, statistics), in
- * one irq-off section.  Only where slab_free_run_ok(s). */
+ * one irq-off section.  Only where s->free_runs. */
 #define SLAB_FREE_RUN_MAX 64
 void do_slab_free_run(struct kmem_cache *s, struct slab *sl, void *const *objs, unsigned int n,
 		      unsigned long addr);
-static inline bool slab_free_run_ok(const struct kmem_cache *s)
-{
-	/* no free debug processing, no lock-taking modern debug flow, and no
-	 * scheduling points: the cmpxchg is the only step */
-	return s->free_runs && !kmem_cache_debug(s) && !s->modern_debug &&
-	       !(s->flags & __SCHED_POINTS) && !odb_sched_on(s->k);
-}
 odb_addr_t slab_virt(struct kmem_cache *s, const void *p);
 
 #endif /* ODB_SLAB_SLUB_H */
