@@ -112,21 +112,12 @@ void slab_snapshot_sched(struct kmem_cache *s, struct slab *sl, void **fl, unsig
 	slab_unlock(s, sl);
 }
 
-static bool cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu,
-				void *freelist_old, unsigned long counters_old,
-				void *freelist_new, unsigned long counters_new)
+/* The caches without the double-word instruction, or with scheduling
+ * points: out of line. */
+static __attribute__((noinline)) bool
+cmpxchg_double_slab_locked(struct kmem_cache *s, struct slab *sl, int cpu, void *freelist_old,
+			   unsigned long counters_old, void *freelist_new, unsigned long counters_new)
 {
-#if !defined(ODB_NO_CMPXCHG16)
-	/* one test for both: the double-word instruction, and no scheduling point */
-	if (likely((s->flags & (__CMPXCHG_DOUBLE | __SCHED_POINTS)) == __CMPXCHG_DOUBLE)) {
-		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
-		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
-		if (__sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n))
-			return true;
-		stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
-		return false;
-	}
-#endif
 	if (unlikely(s->flags & __SCHED_POINTS))
 		return cmpxchg_double_slab_sched(s, sl, cpu, freelist_old, counters_old, freelist_new,
 						 counters_new);
@@ -141,30 +132,55 @@ static bool cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu,
 	return false;
 }
 
-/* Consistent snapshot of freelist+counters for a cmpxchg attempt. */
-static void slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long *c)
+/* inline (issue 16: a slow-path free or refill makes one to three) */
+static inline __attribute__((always_inline)) bool
+cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu, void *freelist_old,
+		    unsigned long counters_old, void *freelist_new, unsigned long counters_new)
 {
-	if (s->flags & __CMPXCHG_DOUBLE) {
 #if !defined(ODB_NO_CMPXCHG16)
-		*fl = slab_freelist(sl);
-		*c = slab_counters(sl);
-#else
-		/* TSan: under the raw bit lock of the emulated cmpxchg, no point */
-		__slab_lock(sl);
-		*fl = sl->freelist;
-		*c = sl->counters;
-		__slab_unlock(sl);
-#endif
-		return;
+	/* one test for both: the double-word instruction, and no scheduling point */
+	if (likely((s->flags & (__CMPXCHG_DOUBLE | __SCHED_POINTS)) == __CMPXCHG_DOUBLE)) {
+		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
+		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
+		if (__sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n))
+			return true;
+		stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
+		return false;
 	}
-	if (unlikely(s->flags & __SCHED_POINTS)) {
+#endif
+	return cmpxchg_double_slab_locked(s, sl, cpu, freelist_old, counters_old, freelist_new,
+					  counters_new);
+}
+
+/* Consistent snapshot of freelist+counters for a cmpxchg attempt: the caches
+ * without the double-word cmpxchg (and the TSan build's emulated one) read
+ * them under the slab's bit lock, out of line; the others read the two words,
+ * inline (issue 16: every slow-path free and refill takes one or more). */
+static __attribute__((noinline)) void slab_snapshot_locked(struct kmem_cache *s, struct slab *sl,
+							   void **fl, unsigned long *c)
+{
+	if (unlikely(!(s->flags & __CMPXCHG_DOUBLE) && (s->flags & __SCHED_POINTS))) {
 		slab_snapshot_sched(s, sl, fl, c);
 		return;
 	}
+	/* (TSan: under the raw bit lock of the emulated cmpxchg, no point) */
 	__slab_lock(sl);
 	*fl = sl->freelist;
 	*c = sl->counters;
 	__slab_unlock(sl);
+}
+
+static inline __attribute__((always_inline)) void
+slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long *c)
+{
+#if !defined(ODB_NO_CMPXCHG16)
+	if (likely(s->flags & __CMPXCHG_DOUBLE)) {
+		*fl = slab_freelist(sl);
+		*c = slab_counters(sl);
+		return;
+	}
+#endif
+	slab_snapshot_locked(s, sl, fl, c);
 }
 
 /* ---- object geometry ------------------------------------------------------------ */
