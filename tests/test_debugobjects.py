@@ -484,6 +484,40 @@ def test_slab_frees_are_checked():
         assert d.lookup(q + 256) is None
 
 
+@pytest.mark.parametrize("cmdline,how", [("", "kmalloc"), ("", "cache"), ("kasan=off", "cache")])
+@pytest.mark.parametrize("where", ["first", "second"])
+def test_free_of_an_object_across_two_chunks_checks_both(cmdline, how, where):
+    """An object whose slot crosses a page (ODEBUG_CHUNK_SIZE) boundary -- a
+    kmalloc-1k object with KASAN's red zone, a 1000-byte cache's -- is checked
+    in the buckets of both chunks, so an ACTIVE tracker in either part is found:
+    on the public API's fast path too (kmalloc), whose empty-buckets shortcut
+    (nothing_tracked) must look at both, as the walk does."""
+    with kernel(cmdline) as k:
+        d = k.debug_objects
+        rec = Recorder("timer_list")
+        if how == "kmalloc":
+            alloc, free = (lambda: k.kmalloc(1000)), k.kfree
+        else:
+            c = k.kmem_cache_create("x1000", 1000)
+            alloc, free = c.alloc, c.free
+        for _ in range(64):                         # the fast path's templates
+            free(alloc())
+        objs = [alloc() for _ in range(64)]
+        cross = [p for p in objs if p // 4096 != (p + 999) // 4096]
+        assert len(cross) >= 3, "too few objects cross a page boundary"
+        for p in cross[:3]:
+            addr = p + 8 if where == "first" else ((p + 999) & ~4095) + 8
+            d.init(addr, rec.descr)
+            d.activate(addr, rec.descr)
+            free(p)
+            assert rec.calls[-1] == ("free", addr, State.ACTIVE)
+        assert [r.kind for r in d.reports()] == ["free active"] * 3
+        for p in objs:
+            if p not in cross[:3]:
+                free(p)
+        assert [r.kind for r in d.reports()] == ["free active"] * 3
+
+
 # ---- stats ----------------------------------------------------------------------------------------------
 def test_stats_text_format():
     with kernel(cpus=2) as k:

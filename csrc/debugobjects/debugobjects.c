@@ -1892,17 +1892,27 @@ repair:
 }
 
 /*
- * A range within one chunk whose bucket is empty (most frees: few objects are
- * tracked) is decided by the hooks below, inline, without the walk's call: the
- * walk would check nothing and keep every stat as it is (see its shortcut).
- * The freeing work is still scheduled.  Not under the controlled scheduler,
- * whose schedules keep the walk's lock and its sites.
+ * A range within one chunk, or across the boundary of two (a slab object whose
+ * slot size does not divide the page: one in a few of kmalloc-1k's with
+ * KASAN), whose buckets are empty (most frees: few objects are tracked) is
+ * decided by the hooks below, inline, without the walk's call: the walk would
+ * check nothing and keep every stat as it is (see its shortcut).  The freeing
+ * work is still scheduled.  Not under the controlled scheduler, whose
+ * schedules keep the walk's lock and its sites.
  */
 static inline __attribute__((always_inline)) bool
 nothing_tracked(struct odb_kernel *k, struct debug_objects *d, odb_addr_t addr, uint64_t size)
 {
-	if (likely(size && ((addr ^ (addr + size - 1)) & ODEBUG_CHUNK_MASK) == 0) &&
-	    !READ_ONCE(get_bucket(d, addr)->list.first) &&
+	odb_addr_t last = addr + size - 1;
+
+	if (unlikely(!size || ((addr ^ last) & ODEBUG_CHUNK_MASK))) {
+		/* two chunks: last's is the one after addr's (the walk's second) */
+		if (!size || last < addr ||
+		    (last & ODEBUG_CHUNK_MASK) - (addr & ODEBUG_CHUNK_MASK) != ODEBUG_CHUNK_SIZE ||
+		    READ_ONCE(get_bucket(d, last)->list.first))
+			return false;
+	}
+	if (!READ_ONCE(get_bucket(d, addr)->list.first) &&
 	    likely(!k->sched_controlled && !odb_sched_on(k))) {
 		schedule_free_work(k, d, false);
 		return true;
