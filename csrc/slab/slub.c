@@ -112,12 +112,32 @@ void slab_snapshot_sched(struct kmem_cache *s, struct slab *sl, void **fl, unsig
 	slab_unlock(s, sl);
 }
 
-/* The caches without the double-word instruction, or with scheduling
- * points: out of line. */
-static __attribute__((noinline)) bool
-cmpxchg_double_slab_locked(struct kmem_cache *s, struct slab *sl, int cpu, void *freelist_old,
-			   unsigned long counters_old, void *freelist_new, unsigned long counters_new)
+/*
+ * cmpxchg_double_slab and slab_snapshot, each in one body (always inline)
+ * made twice (own, issue 16): a call (the _call functions: every cache, the
+ * slab lock's, the controlled scheduler's) and an inline wrapper that does
+ * the double-word case itself and calls the other for the rest.  A
+ * slow-path free or refill of a cache with the double-word instruction makes
+ * one to three of each, inline; deactivate_slab, which the 2016 debug flows
+ * run on every allocation of a debug cache (the slab lock) once for each
+ * object on the freelist, calls (there the wrapper's test would be one more
+ * per object, not one less).
+ */
+static inline __attribute__((always_inline)) bool
+__cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu, void *freelist_old,
+		      unsigned long counters_old, void *freelist_new, unsigned long counters_new)
 {
+#if !defined(ODB_NO_CMPXCHG16)
+	/* one test for both: the double-word instruction, and no scheduling point */
+	if (likely((s->flags & (__CMPXCHG_DOUBLE | __SCHED_POINTS)) == __CMPXCHG_DOUBLE)) {
+		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
+		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
+		if (__sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n))
+			return true;
+		stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
+		return false;
+	}
+#endif
 	if (unlikely(s->flags & __SCHED_POINTS))
 		return cmpxchg_double_slab_sched(s, sl, cpu, freelist_old, counters_old, freelist_new,
 						 counters_new);
@@ -132,42 +152,58 @@ cmpxchg_double_slab_locked(struct kmem_cache *s, struct slab *sl, int cpu, void 
 	return false;
 }
 
-/* inline (issue 16: a slow-path free or refill makes one to three) */
+static __attribute__((noinline)) bool
+cmpxchg_double_slab_call(struct kmem_cache *s, struct slab *sl, int cpu, void *freelist_old,
+			 unsigned long counters_old, void *freelist_new, unsigned long counters_new)
+{
+	return __cmpxchg_double_slab(s, sl, cpu, freelist_old, counters_old, freelist_new,
+				     counters_new);
+}
+
 static inline __attribute__((always_inline)) bool
 cmpxchg_double_slab(struct kmem_cache *s, struct slab *sl, int cpu, void *freelist_old,
 		    unsigned long counters_old, void *freelist_new, unsigned long counters_new)
 {
 #if !defined(ODB_NO_CMPXCHG16)
-	/* one test for both: the double-word instruction, and no scheduling point */
-	if (likely((s->flags & (__CMPXCHG_DOUBLE | __SCHED_POINTS)) == __CMPXCHG_DOUBLE)) {
-		unsigned __int128 o = ((unsigned __int128)counters_old << 64) | (uintptr_t)freelist_old;
-		unsigned __int128 n = ((unsigned __int128)counters_new << 64) | (uintptr_t)freelist_new;
-		if (__sync_bool_compare_and_swap((unsigned __int128 *)&sl->freelist, o, n))
-			return true;
-		stat_cpu(s, cpu, CMPXCHG_DOUBLE_FAIL);
-		return false;
-	}
+	if (likely((s->flags & (__CMPXCHG_DOUBLE | __SCHED_POINTS)) == __CMPXCHG_DOUBLE))
+		return __cmpxchg_double_slab(s, sl, cpu, freelist_old, counters_old, freelist_new,
+					     counters_new);
 #endif
-	return cmpxchg_double_slab_locked(s, sl, cpu, freelist_old, counters_old, freelist_new,
-					  counters_new);
+	return cmpxchg_double_slab_call(s, sl, cpu, freelist_old, counters_old, freelist_new,
+					counters_new);
 }
 
-/* Consistent snapshot of freelist+counters for a cmpxchg attempt: the caches
- * without the double-word cmpxchg (and the TSan build's emulated one) read
- * them under the slab's bit lock, out of line; the others read the two words,
- * inline (issue 16: every slow-path free and refill takes one or more). */
-static __attribute__((noinline)) void slab_snapshot_locked(struct kmem_cache *s, struct slab *sl,
-							   void **fl, unsigned long *c)
+/* Consistent snapshot of freelist+counters for a cmpxchg attempt. */
+static inline __attribute__((always_inline)) void
+__slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long *c)
 {
-	if (unlikely(!(s->flags & __CMPXCHG_DOUBLE) && (s->flags & __SCHED_POINTS))) {
+	if (s->flags & __CMPXCHG_DOUBLE) {
+#if !defined(ODB_NO_CMPXCHG16)
+		*fl = slab_freelist(sl);
+		*c = slab_counters(sl);
+#else
+		/* TSan: under the raw bit lock of the emulated cmpxchg, no point */
+		__slab_lock(sl);
+		*fl = sl->freelist;
+		*c = sl->counters;
+		__slab_unlock(sl);
+#endif
+		return;
+	}
+	if (unlikely(s->flags & __SCHED_POINTS)) {
 		slab_snapshot_sched(s, sl, fl, c);
 		return;
 	}
-	/* (TSan: under the raw bit lock of the emulated cmpxchg, no point) */
 	__slab_lock(sl);
 	*fl = sl->freelist;
 	*c = sl->counters;
 	__slab_unlock(sl);
+}
+
+static __attribute__((noinline)) void slab_snapshot_call(struct kmem_cache *s, struct slab *sl,
+							 void **fl, unsigned long *c)
+{
+	__slab_snapshot(s, sl, fl, c);
 }
 
 static inline __attribute__((always_inline)) void
@@ -175,12 +211,11 @@ slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long *c
 {
 #if !defined(ODB_NO_CMPXCHG16)
 	if (likely(s->flags & __CMPXCHG_DOUBLE)) {
-		*fl = slab_freelist(sl);
-		*c = slab_counters(sl);
+		__slab_snapshot(s, sl, fl, c);
 		return;
 	}
 #endif
-	slab_snapshot_locked(s, sl, fl, c);
+	slab_snapshot_call(s, sl, fl, c);
 }
 
 /* ---- object geometry ------------------------------------------------------------ */
@@ -548,16 +583,16 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *sl, void *freelis
 		}
 
 		do {
-			slab_snapshot(s, sl, &prior, &counters);
+			slab_snapshot_call(s, sl, &prior, &counters);
 			set_freepointer(s, freelist, prior);
-		} while (!cmpxchg_double_slab(s, sl, cpu, prior, counters, freelist,
+		} while (!cmpxchg_double_slab_call(s, sl, cpu, prior, counters, freelist,
 					      SLAB_COUNTERS(SLAB_INUSE(counters) - 1,
 							    SLAB_OBJECTS(counters), 1)));
 		freelist = nextfree;
 	}
 	/* Stage two: unfreeze, and decide where the slab goes. */
 redo:
-	slab_snapshot(s, sl, &old_fl, &old_c);
+	slab_snapshot_call(s, sl, &old_fl, &old_c);
 	{
 		unsigned int inuse = SLAB_INUSE(old_c), objs = SLAB_OBJECTS(old_c);
 		void *new_fl = old_fl;
@@ -597,7 +632,7 @@ redo:
 			}
 		}
 		l = m;
-		if (!cmpxchg_double_slab(s, sl, cpu, old_fl, old_c, new_fl, new_c))
+		if (!cmpxchg_double_slab_call(s, sl, cpu, old_fl, old_c, new_fl, new_c))
 			goto redo;
 	}
 	if (lock)
