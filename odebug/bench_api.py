@@ -12,7 +12,9 @@ kernel's RAM and CPUs), so both hold the same bytes of freed memory.
 Workloads (one process per run; every configuration runs once per round, the
 rounds interleaved so that a noisy neighbour hits them alike; ns are medians
 over the rounds, ratios are paired within each round, then the median; the
-``rounds`` column gives the lowest and highest of the rounds' ratios to ASan):
+``rounds`` column gives the lowest and highest of the rounds' ratios to ASan, and
+``best`` the ratio of the fastest round of each to ASan's fastest: a noisy
+neighbour only ever adds time, so those are the least disturbed runs):
 
 * ``pair``: ``n`` alloc+free pairs of ``size`` bytes;
 * ``random``: ``live`` objects kept, then ``n`` steps each freeing a random
@@ -313,10 +315,15 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
                 vs_asan = ratios("asan")
                 rows.append({"workload": mode, "config": name, "cmdline": cmd[name],
                              "ns": statistics.median(samples[name]),
+                             "ns_min": min(samples[name]),
                              "vs_glibc": paired("glibc"), "vs_asan": paired("asan"),
                              # the spread of the rounds' paired ratios: how far one
                              # round's ratio may be from the median on this machine
-                             "vs_asan_range": (min(vs_asan), max(vs_asan)) if vs_asan else None})
+                             "vs_asan_range": (min(vs_asan), max(vs_asan)) if vs_asan else None,
+                             # the fastest round of each: a neighbour only ever adds
+                             # time, so the least disturbed runs' ratio
+                             "vs_asan_best": (min(samples[name]) / min(samples["asan"])
+                                              if "asan" in samples else None)})
         if valgrind is not None:
             # instruction counts do not depend on what else runs: the runs go
             # side by side, one per core
@@ -346,7 +353,7 @@ def format_table(res: Dict[str, Any]) -> str:
              f"kernel: {res['ram_mb']} MiB, {res['cpus']} vCPUs; ASan's quarantine "
              f"= odebug's: {res['quarantine_mb']} MiB",
              f"{'workload':30}{'config':12}{'ns/op':>9}{'x glibc':>9}{'x ASan':>8}"
-             + (f"{'rounds':>11}" if res["asan"] else "")
+             + (f"{'rounds':>11}{'best':>6}" if res["asan"] else "")
              + (f"{'instr/op':>10}" if res.get("instr_pairs") else "")]
     what = {"pair": f"{res['size']} B alloc+free pair",
             "random": f"random 16..1024, {res['live']} live"}
@@ -356,6 +363,8 @@ def format_table(res: Dict[str, Any]) -> str:
         if res["asan"]:
             lo_hi = r.get("vs_asan_range")
             rng = f"{lo_hi[0]:>6.2f}-{lo_hi[1]:.2f}" if lo_hi else f"{'-':>11}"
+            best = r.get("vs_asan_best")
+            rng += f"{best:>6.2f}" if best is not None else f"{'-':>6}"
         ir = ""
         if res.get("instr_pairs"):
             ir = f"{r['instr']:>10,.0f}" if "instr" in r else f"{'-':>10}"
@@ -368,7 +377,8 @@ def format_table(res: Dict[str, Any]) -> str:
                  "flows); full-modern: the same on the v6.1+ flows (odebug.slub_path=modern)")
     if res["asan"]:
         lines.append("rounds: the lowest and the highest of the rounds' ratios to ASan "
-                     "(x ASan is their median)")
+                     "(x ASan is their median); best: the fastest round's ns over ASan's "
+                     "fastest round's (a busy machine only adds time)")
     if res.get("instr_pairs"):
         lines.append(f"instr/op: valgrind (cachegrind), (I(2m) - I(m)) / m with m = "
                      f"{res['instr_pairs']:,} operations a run, the loop included; ASan's "

@@ -141,15 +141,51 @@ def test_bench_api_section():
     glibc = [ln for ln in rows if ln[30:].split()[0] == "glibc"]
     assert all(float(ln[30:].split()[2]) == 1.0 for ln in glibc)
     if asan:
-        # x ASan is the median of the rounds' ratios, "rounds" their lowest and highest
-        assert lines[2].split()[-1] == "rounds"
+        # x ASan is the median of the rounds' ratios, "rounds" their lowest and highest,
+        # "best" the fastest rounds' ratio
+        assert lines[2].split()[-2:] == ["rounds", "best"]
         for ln in rows:
             x = float(ln[30:].split()[3])
             lo, hi = (float(v) for v in ln[30:].split()[4].split("-"))
-            assert lo <= x <= hi, ln
+            best = float(ln[30:].split()[5])
+            assert lo <= x <= hi and best > 0, ln
+            if ln[30:].split()[0] == "asan":
+                assert best == 1.0
         assert any(ln.startswith("rounds: the lowest and the highest") for ln in lines)
     mem = [ln for ln in lines if ln.startswith("resident bytes per live 64 B object")]
     assert len(mem) == 1 and "defaults" in mem[0]
+
+
+def test_bench_api_ratios_arithmetic(monkeypatch):
+    """The ratios from given round timings (the programs' runs replaced): x glibc
+    and x ASan are the medians of the per-round ratios, ``rounds`` their lowest
+    and highest, ``best`` the fastest round over ASan's fastest round."""
+    from odebug import bench_api
+    ns = {"glibc": [10.0, 30.0, 20.0], "asan": [100.0, 300.0, 150.0],
+          "odebug": [60.0, 120.0, 90.0]}
+    calls = {}
+
+    def fake_run(exe, mode, cmdline, n, size, live, ram, cpus, env=None, odebug=False):
+        if mode == "memory":
+            return 1.0
+        k = (exe, mode, cmdline)
+        i = calls[k] = calls.get(k, -1) + 1
+        return ns[exe][i]
+    monkeypatch.setattr(bench_api, "_compiler", lambda cc: "cc")
+    monkeypatch.setattr(bench_api, "build", lambda cc, d: {"odebug": "odebug", "glibc": "glibc",
+                                                           "asan": "asan"})
+    monkeypatch.setattr(bench_api, "_run", fake_run)
+    res = bench_api.api_pairs(1000, live=10, rounds=3, ram=64)
+    row = next(r for r in res["rows"] if r["workload"] == "pair" and r["config"] == "defaults")
+    assert row["ns"] == 90.0 and row["ns_min"] == 60.0
+    assert row["vs_asan"] == pytest.approx(0.6)            # rounds: 0.6, 0.4, 0.6
+    assert row["vs_asan_range"] == pytest.approx((0.4, 0.6))
+    assert row["vs_asan_best"] == pytest.approx(0.6)       # 60 / 100
+    assert row["vs_glibc"] == pytest.approx(4.5)           # 6, 4, 4.5
+    table = bench_api.format_table(res)
+    line = next(ln for ln in table.splitlines()
+                if ln.startswith("64 B alloc+free pair") and ln[30:].split()[0] == "defaults")
+    assert line[30:].split()[3:6] == ["0.60", "0.40-0.60", "0.60"]
 
 
 _FAKE_VALGRIND = r'''#!/usr/bin/env python3
