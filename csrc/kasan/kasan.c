@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "kasan/kasan.h"
+#include "kasan/meta.h"
 #include "kernel/params.h"
 #include "slab/slub.h"
 
@@ -369,20 +370,6 @@ void kasan_cache_create(struct kmem_cache *s, unsigned int *size, slab_flags_t *
 		optimal_size = KMALLOC_MAX_SIZE;
 	if (*size < optimal_size)
 		*size = optimal_size;
-}
-
-struct kasan_alloc_meta *kasan_get_alloc_meta(struct kmem_cache *s, void *object)
-{
-	if (!s->kasan_meta_size || s->kasan_alloc_meta_offset <= 0)
-		return NULL;
-	return (struct kasan_alloc_meta *)((char *)object + s->kasan_alloc_meta_offset);
-}
-
-struct kasan_free_meta *kasan_get_free_meta(struct kmem_cache *s, void *object)
-{
-	if (!s->kasan_meta_size || s->kasan_free_meta_offset == KASAN_NO_FREE_META)
-		return NULL;
-	return (struct kasan_free_meta *)((char *)object + s->kasan_free_meta_offset);
 }
 
 uint32_t kasan_save_stack(struct odb_kernel *k)

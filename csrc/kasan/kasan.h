@@ -232,6 +232,14 @@ static inline uint8_t *kasan_host_to_shadow(struct odb_kernel *k, const void *p)
 	return kasan_state(k)->shadow +
 	       ((size_t)((const char *)p - k->ram) >> KASAN_SHADOW_SCALE_SHIFT);
 }
+/* kasan_byte_accessible of a host pointer already known to be in the arena
+ * (a slab object's: its shadow exists), inline for the free fast path. */
+static inline bool kasan_host_byte_accessible(struct odb_kernel *k, const void *p)
+{
+	int8_t s = (int8_t)READ_ONCE(*kasan_host_to_shadow(k, p));
+
+	return s >= 0 && s < (int8_t)KASAN_GRANULE_SIZE;
+}
 
 /* ---- boot (kasan.c) ------------------------------------------------------------------ */
 int kasan_early_init(struct odb_kernel *k);                 /* before the command line */
@@ -315,9 +323,7 @@ void kasan_report_invalid_free(struct odb_kernel *k, odb_addr_t ptr, unsigned lo
 			       enum kasan_report_type type);
 const char *kasan_bug_type(struct odb_kernel *k, odb_addr_t addr, size_t size,
 			   odb_addr_t first_bad);
-/* metadata accessors (report.c uses them) */
-struct kasan_alloc_meta *kasan_get_alloc_meta(struct kmem_cache *s, void *object);
-struct kasan_free_meta *kasan_get_free_meta(struct kmem_cache *s, void *object);
+/* (the metadata accessors: kasan/meta.h, inline) */
 uint32_t kasan_save_stack(struct odb_kernel *k);
 
 /* ---- the public API's KASAN fast paths (issue 16; kasan.c, slub.c) ------------------------ *
@@ -406,9 +412,7 @@ bool kasan_slab_free_fast(struct kmem_cache *s, struct odb_task *t, void *object
 			  const struct odb_stack_tmpl *tp, void *fp);
 
 /* ---- quarantine (quarantine.c) ----------------------------------------------------------- */
-/* Inside vCPU cpu's irq-off section: would a put of s's object leave the
- * vCPU's list within QUARANTINE_PERCPU_SIZE (no flush)?  Then the put. */
-bool kasan_quarantine_fits(struct kmem_cache *s, int cpu);
+/* (kasan_quarantine_fits: kasan/meta.h, inline) */
 /* Would kasan_quarantine_reduce() evict now?  (the check it begins with) */
 static inline bool kasan_quarantine_over(struct odb_kernel *k)
 {

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "kasan/kasan.h"
+#include "kasan/meta.h"
 #include "slab/slub.h"
 
 /* ---- qlist primitives ------------------------------------------------------------------ *
@@ -119,7 +120,8 @@ void qlist_move_cache(struct odb_kernel *k, struct qlist_head *from, struct qlis
 }
 
 /* ---- freeing out of quarantine ------------------------------------------------------------ */
-static void kasan_release_object_meta(struct kmem_cache *s, void *object)
+static inline __attribute__((always_inline)) void
+kasan_release_object_meta(struct kmem_cache *s, void *object)
 {
 	struct kasan_alloc_meta *am = kasan_get_alloc_meta(s, object);
 	uint8_t *sh = kasan_host_to_shadow(s->k, object);
@@ -467,13 +469,6 @@ int kasan_quarantine_reduce_api_slow(struct odb_kernel *k)
 	}
 	kasan_quarantine_reduce(k);
 	return odb_leave(t, ODB_OK);
-}
-
-bool kasan_quarantine_fits(struct kmem_cache *cache, int cpu)
-{
-	struct qlist_head *cq = &kasan_state(cache->k)->q.cpu_quarantine[cpu];
-
-	return !cq->offline && cq->bytes + cache->size <= QUARANTINE_PERCPU_SIZE;
 }
 
 /* quarantine_put_common's put without a flush (kasan_quarantine_fits said so),

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "kasan/kasan.h"
+#include "kasan/meta.h"
 #include "slab/slub.h"
 
 #define META_BYTES_PER_BLOCK   1

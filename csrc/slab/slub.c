@@ -2067,7 +2067,7 @@ bool kfree_kasan_fast(struct odb_kernel *k, void *x, void *fp)
 	/* (an object start, check_valid_pointer, is its own nearest_obj: KASAN's
 	 * invalid-free check passes without the division) */
 	if (!s->api_kasan_fast || !odb_current_fast(k, &t) || !check_valid_pointer(s, sl, x) ||
-	    !kasan_byte_accessible(k, host_to_virt(k, x)))
+	    !kasan_host_byte_accessible(k, x))
 		return false;
 	dobj = kfree_kasan_dobj(k, s);
 	tp = kasan_tmpl_find(k, kasan_tmpl_key_free(dobj));
