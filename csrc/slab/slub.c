@@ -1834,8 +1834,8 @@ odb_addr_t kvmalloc_node(struct odb_kernel *k, size_t size, gfp_t flags, unsigne
 #define API_FAST_ENTRY SLAB_FAST_ENTRY
 #endif
 
-API_FAST_ENTRY
-int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
+static API_FAST_ENTRY __attribute__((noinline))
+int kmalloc_api_fast(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 {
 	struct kmem_cache *s;
 	void *object;
@@ -1851,6 +1851,17 @@ int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
 		}
 	}
 	return __odb_kmalloc(k, size, gfp, out);
+}
+
+/* With KASAN on no kmalloc cache takes the fast path above: straight to
+ * KASAN's (__odb_kmalloc tries it first), before the other's prologue.  Both
+ * are reached by jumps, so __odb_kmalloc's frame chains to the caller's. */
+API_FAST_ENTRY
+int odb_kmalloc(odb_kernel *k, size_t size, unsigned int gfp, odb_addr_t *out)
+{
+	if (atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed))
+		return __odb_kmalloc(k, size, gfp, out);
+	return kmalloc_api_fast(k, size, gfp, out);
 }
 
 /* odb_kfree of an object of another slab than the vCPU's, on an api_fastfree
@@ -1886,7 +1897,9 @@ int odb_kfree(odb_kernel *k, odb_addr_t x)
 	struct slab *sl;
 	void *object;
 
+	/* (with KASAN on, no cache takes this fast path: KASAN's, in __odb_kfree) */
 	if (unlikely(off >= k->ram_bytes) ||
+	    atomic_load_explicit(&k->api_kasan_fast, memory_order_relaxed) ||
 	    unlikely(!atomic_load_explicit(&k->api_fast, memory_order_relaxed)))
 		goto full;
 	object = k->ram + off;
