@@ -313,16 +313,17 @@ def api_pairs(n: int = 1_000_000, *, size: int = 64, live: int = 10_000, rounds:
                 def paired(peer: str) -> Optional[float]:
                     return statistics.median(ratios(peer)) if peer in samples else None
                 vs_asan = ratios("asan")
+                ns_min = min(samples[name])
                 rows.append({"workload": mode, "config": name, "cmdline": cmd[name],
                              "ns": statistics.median(samples[name]),
-                             "ns_min": min(samples[name]),
+                             "ns_min": ns_min,
                              "vs_glibc": paired("glibc"), "vs_asan": paired("asan"),
                              # the spread of the rounds' paired ratios: how far one
                              # round's ratio may be from the median on this machine
                              "vs_asan_range": (min(vs_asan), max(vs_asan)) if vs_asan else None,
                              # the fastest round of each: a neighbour only ever adds
                              # time, so the least disturbed runs' ratio
-                             "vs_asan_best": (min(samples[name]) / min(samples["asan"])
+                             "vs_asan_best": (ns_min / min(samples["asan"])
                                               if "asan" in samples else None)})
         if valgrind is not None:
             # instruction counts do not depend on what else runs: the runs go

@@ -1905,9 +1905,11 @@ nothing_tracked(struct odb_kernel *k, struct debug_objects *d, odb_addr_t addr, 
 {
 	odb_addr_t last = addr + size - 1;
 
-	if (unlikely(!size || ((addr ^ last) & ODEBUG_CHUNK_MASK))) {
+	if (unlikely(!size))
+		return false;
+	if (unlikely((addr ^ last) & ODEBUG_CHUNK_MASK)) {
 		/* two chunks: last's is the one after addr's (the walk's second) */
-		if (!size || last < addr ||
+		if (last < addr ||
 		    (last & ODEBUG_CHUNK_MASK) - (addr & ODEBUG_CHUNK_MASK) != ODEBUG_CHUNK_SIZE ||
 		    READ_ONCE(get_bucket(d, last)->list.first))
 			return false;

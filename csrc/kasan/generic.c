@@ -64,12 +64,8 @@ void kasan_unpoison(struct odb_kernel *k, odb_addr_t addr, size_t size)
 
 bool kasan_byte_accessible(struct odb_kernel *k, odb_addr_t addr)
 {
-	int8_t s;
-
-	if (!addr_has_metadata(k, addr))
-		return false;
-	s = (int8_t)READ_ONCE(*kasan_mem_to_shadow(k, addr));
-	return s >= 0 && s < (int8_t)KASAN_GRANULE_SIZE;
+	return addr_has_metadata(k, addr) &&
+	       kasan_shadow_byte_accessible(READ_ONCE(*kasan_mem_to_shadow(k, addr)));
 }
 
 /* ---- the access checks (inline instrumentation's rules) ------------------------------- */

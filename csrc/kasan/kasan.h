@@ -232,13 +232,17 @@ static inline uint8_t *kasan_host_to_shadow(struct odb_kernel *k, const void *p)
 	return kasan_state(k)->shadow +
 	       ((size_t)((const char *)p - k->ram) >> KASAN_SHADOW_SCALE_SHIFT);
 }
+/* A shadow byte that leaves its granule's first byte accessible (0 or a
+ * partial granule's length): kasan_byte_accessible's rule. */
+static inline bool kasan_shadow_byte_accessible(uint8_t v)
+{
+	return (int8_t)v >= 0 && (int8_t)v < (int8_t)KASAN_GRANULE_SIZE;
+}
 /* kasan_byte_accessible of a host pointer already known to be in the arena
  * (a slab object's: its shadow exists), inline for the free fast path. */
 static inline bool kasan_host_byte_accessible(struct odb_kernel *k, const void *p)
 {
-	int8_t s = (int8_t)READ_ONCE(*kasan_host_to_shadow(k, p));
-
-	return s >= 0 && s < (int8_t)KASAN_GRANULE_SIZE;
+	return kasan_shadow_byte_accessible(READ_ONCE(*kasan_host_to_shadow(k, p)));
 }
 
 /* ---- boot (kasan.c) ------------------------------------------------------------------ */
