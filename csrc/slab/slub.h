@@ -86,6 +86,28 @@ struct kmem_cache_node {
 	_Atomic long total_objects;
 };
 
+/*
+ * check_object's plan (issue 16): the 16-byte chunks of a slot, counted from
+ * object - red_left_pad, in which check_object compares bytes with a constant
+ * (red zones, poison, alignment and object padding), each with the expected
+ * bytes and the mask of its compared bytes (two host-order words each).  A
+ * slot of a length that is no multiple of 16 ends with a chunk that overlaps
+ * the one before it.  The kmalloc red zone past orig_size varies by object
+ * and is checked on its own.  ok = false: no plan (a slot shorter than 16 or
+ * longer than CHECK_PLAN_BYTES bytes or not a whole number of words, more than
+ * CHECK_PLAN_CHUNKS such chunks, or ranges that overlap): the checks one by one.
+ */
+#define CHECK_PLAN_CHUNKS 24
+#define CHECK_PLAN_BYTES 1024
+struct check_plan {
+	bool ok;
+	uint8_t val;                        /* the red zones' value it was made for */
+	uint16_t n;
+	uint16_t off[CHECK_PLAN_CHUNKS];    /* byte offset of the chunk */
+	uint64_t exp[CHECK_PLAN_CHUNKS][2]; /* its expected bytes */
+	uint64_t mask[CHECK_PLAN_CHUNKS][2];/* 0xff where a check reads the byte */
+};
+
 struct kmem_cache {
 	struct kmem_cache_cpu *cpu_slab;    /* [nr_cpu_ids] */
 	slab_flags_t flags;
@@ -149,6 +171,8 @@ struct kmem_cache {
 	int kasan_alloc_meta_offset;
 	int kasan_free_meta_offset;
 	unsigned int kasan_meta_size;
+	/* check_object's plans: [0] for SLUB_RED_ACTIVE, [1] for SLUB_RED_INACTIVE */
+	struct check_plan check_plan[2];
 };
 
 /* the arena stand-in of a struct kmem_cache (the "kmem_cache" cache's objects) */
@@ -492,6 +516,14 @@ int alloc_debug_processing(struct kmem_cache *s, struct slab *sl, void *object,
 int free_debug_processing(struct kmem_cache *s, struct slab *sl, void *head, void *tail,
 			  int bulk_cnt, unsigned long addr, bool *locked);
 int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val);
+/* Makes s's check_object plans (calculate_sizes, once the layout is known). */
+void check_plan_build(struct kmem_cache *s);
+/* Whether the plan of val passes object: then every byte check of
+ * check_object would (the test's hook; false also when there is no plan). */
+bool check_object_planned(struct kmem_cache *s, void *object, uint8_t val);
+/* check_object's byte checks one by one, reporting (its first part; the
+ * test's reference for the plan). */
+int check_object_bytes(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val);
 int check_slab(struct kmem_cache *s, struct slab *sl);
 int on_freelist(struct kmem_cache *s, struct slab *sl, void *search);
 void slab_pad_check(struct kmem_cache *s, struct slab *sl);

@@ -273,7 +273,7 @@ static int calculate_sizes_once(struct kmem_cache *s)
 	return slub_set_order(s);
 }
 
-int calculate_sizes(struct kmem_cache *s)
+static int calculate_sizes_layout(struct kmem_cache *s)
 {
 	if (calculate_sizes_once(s))
 		return -1;
@@ -289,6 +289,14 @@ int calculate_sizes(struct kmem_cache *s)
 			return calculate_sizes_once(s);
 		}
 	}
+	return 0;
+}
+
+int calculate_sizes(struct kmem_cache *s)
+{
+	if (calculate_sizes_layout(s))
+		return -1;
+	check_plan_build(s);
 	return 0;
 }
 
@@ -667,7 +675,9 @@ check_bytes_and_report(struct kmem_cache *s, struct slab *sl, uint8_t *object, c
 	return bytes_overwritten(s, sl, object, what, start, value, bytes, fault);
 }
 
-static int check_pad_bytes(struct kmem_cache *s, struct slab *sl, uint8_t *p)
+/* Where an object's padding begins: past the free pointer, the tracks,
+ * orig_size and KASAN's metadata. */
+static unsigned int pad_offset(const struct kmem_cache *s)
 {
 	unsigned int off = get_info_end(s);
 
@@ -676,7 +686,13 @@ static int check_pad_bytes(struct kmem_cache *s, struct slab *sl, uint8_t *p)
 		if (slub_debug_orig_size(s))
 			off += sizeof(unsigned int);
 	}
-	off += s->kasan_meta_size;
+	return off + s->kasan_meta_size;
+}
+
+static int check_pad_bytes(struct kmem_cache *s, struct slab *sl, uint8_t *p)
+{
+	unsigned int off = pad_offset(s);
+
 	if (size_from_object(s) == off)
 		return 1;
 	return check_bytes_and_report(s, sl, p, "Object padding", p + off, POISON_INUSE,
@@ -725,7 +741,140 @@ void slab_pad_check(struct kmem_cache *s, struct slab *sl)
 	padding_overwritten(s, sl, start, end, pad, remainder, fault);
 }
 
-int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val)
+/* ---- check_object's plan ---------------------------------------------------------------- */
+/* (CHECK_PLAN_NONE: a byte no check reads) */
+#define CHECK_PLAN_NONE 0x100
+
+static void plan_expect(uint16_t *e, unsigned int len, unsigned int from, unsigned int to,
+			uint8_t v, bool *bad)
+{
+	if (from > to || to > len) {
+		*bad = true;
+		return;
+	}
+	for (unsigned int i = from; i < to; i++) {
+		if (e[i] != CHECK_PLAN_NONE && e[i] != v)
+			*bad = true;
+		e[i] = v;
+	}
+}
+
+/*
+ * The bytes check_object's range checks read, each with its expected value,
+ * in the order and on the conditions of check_object_bytes() below, gathered
+ * into the words that hold them.  Only the verdict "every check passes" is
+ * taken from a plan; anything else runs the checks themselves, so a plan that
+ * read too much would cost time and never change a report.  Reading too
+ * little would hide a fault: csrc/tests/test_slub_debug.c corrupts every byte
+ * of slots of many layouts and compares the plan's verdict with the checks'.
+ */
+void check_plan_build(struct kmem_cache *s)
+{
+	unsigned int rlp = s->red_left_pad, sfo = size_from_object(s), len = rlp + sfo;
+
+	for (int a = 0; a < 2; a++) {
+		const uint8_t val = a ? SLUB_RED_INACTIVE : SLUB_RED_ACTIVE;
+		struct check_plan *pl = &s->check_plan[a];
+		uint16_t e[CHECK_PLAN_BYTES];
+		bool bad = false;
+
+		memset(pl, 0, sizeof(*pl));
+		pl->val = val;
+		if (len < 16 || len > CHECK_PLAN_BYTES || len % 8 || !s->object_size)
+			continue;
+		for (unsigned int i = 0; i < len; i++)
+			e[i] = CHECK_PLAN_NONE;
+		if (s->flags & SLAB_RED_ZONE) {
+			plan_expect(e, len, 0, rlp, val, &bad);
+			plan_expect(e, len, rlp + s->object_size, rlp + s->inuse, val, &bad);
+		} else if ((s->flags & SLAB_POISON) && s->object_size < s->inuse) {
+			plan_expect(e, len, rlp + s->object_size, rlp + s->inuse, POISON_INUSE, &bad);
+		}
+		if (s->flags & SLAB_POISON) {
+			unsigned int off = pad_offset(s);
+
+			if (val != SLUB_RED_ACTIVE && (s->flags & __OBJECT_POISON)) {
+				plan_expect(e, len, rlp, rlp + s->object_size - 1, POISON_FREE, &bad);
+				plan_expect(e, len, rlp + s->object_size - 1, rlp + s->object_size,
+					    POISON_END, &bad);
+			}
+			if (off > sfo)
+				bad = true;
+			else if (off < sfo)
+				plan_expect(e, len, rlp + off, rlp + sfo, POISON_INUSE, &bad);
+		}
+		for (unsigned int c = 0; !bad && c < len; c += 16) {
+			unsigned int at = c + 16 <= len ? c : len - 16;   /* (the last overlaps) */
+			uint64_t exp[2] = { 0, 0 }, mask[2] = { 0, 0 };
+
+			for (unsigned int b = 0; b < 16; b++) {
+				uint16_t v = e[at + b];
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+				unsigned int sh = 8 * (b % 8);
+#else
+				unsigned int sh = 8 * (7 - b % 8);
+#endif
+				if (v == CHECK_PLAN_NONE)
+					continue;
+				exp[b / 8] |= (uint64_t)v << sh;
+				mask[b / 8] |= (uint64_t)0xff << sh;
+			}
+			if (!(mask[0] | mask[1]))
+				continue;
+			if (pl->n == CHECK_PLAN_CHUNKS) {
+				bad = true;
+				break;
+			}
+			pl->off[pl->n] = (uint16_t)at;
+			memcpy(pl->exp[pl->n], exp, sizeof(exp));
+			memcpy(pl->mask[pl->n], mask, sizeof(mask));
+			pl->n++;
+		}
+		pl->ok = !bad;
+		if (bad)
+			pl->n = 0;
+	}
+}
+
+static inline __attribute__((always_inline)) bool
+__check_object_planned(struct kmem_cache *s, uint8_t *p, uint8_t val)
+{
+	typedef uint64_t v2u64 __attribute__((vector_size(16)));
+	const struct check_plan *pl = &s->check_plan[val != SLUB_RED_ACTIVE];
+	const uint8_t *base = p - s->red_left_pad;
+	v2u64 d = { 0, 0 };
+
+	if (!pl->ok || pl->val != val)
+		return false;
+	for (unsigned int i = 0; i < pl->n; i++) {
+		v2u64 w, e, m;
+
+		/* (memcpy: unaligned loads, no aliasing assumption) */
+		memcpy(&w, base + pl->off[i], sizeof(w));
+		memcpy(&e, pl->exp[i], sizeof(e));
+		memcpy(&m, pl->mask[i], sizeof(m));
+		d |= (w ^ e) & m;
+	}
+	if (d[0] | d[1])
+		return false;
+	if ((s->flags & SLAB_RED_ZONE) && slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE) {
+		unsigned int orig = get_orig_size(s, p);
+
+		if (s->object_size > orig && __memchr_inv(p + orig, val, s->object_size - orig))
+			return false;
+	}
+	return true;
+}
+
+bool check_object_planned(struct kmem_cache *s, void *object, uint8_t val)
+{
+	return __check_object_planned(s, object, val);
+}
+
+/* check_object's range checks, one by one, each reporting (and restoring) the
+ * first fault it finds; 0 when one ends the check. */
+static inline __attribute__((always_inline)) int
+__check_object_bytes(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val)
 {
 	uint8_t *p = object, *endobject = p + s->object_size;
 
@@ -755,6 +904,24 @@ int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t va
 			return 0;
 		check_pad_bytes(s, sl, p);
 	}
+	return 1;
+}
+
+/* (inline in check_object: a report's call trace shows check_object, whose
+ * checks they are) */
+int check_object_bytes(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val)
+{
+	return __check_object_bytes(s, sl, object, val);
+}
+
+/* The byte checks in one pass over the plan when they all pass (the common
+ * case: issue 16), else one by one; then the free pointer. */
+int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val)
+{
+	uint8_t *p = object;
+
+	if (!__check_object_planned(s, p, val) && !__check_object_bytes(s, sl, object, val))
+		return 0;
 	if (!freeptr_outside_object(s) && val == SLUB_RED_ACTIVE)
 		return 1;   /* object and free pointer overlap while allocated */
 	if (!check_valid_pointer(s, sl, get_freepointer(s, p))) {

@@ -105,9 +105,157 @@ static void test_redzone_report_unchanged(void)
 	odb_kernel_destroy(k);
 }
 
+/*
+ * check_object's plan (one pass over the slot's checked bytes) against its
+ * checks one by one: for every byte of the slot, corrupted, the plan must
+ * fail exactly when a check reports.  Allocated (SLUB_RED_ACTIVE) and free
+ * (SLUB_RED_INACTIVE, as init_object leaves it) objects of many layouts:
+ * each debug flag alone and together, odd sizes, alignments, a constructor
+ * and SLAB_TYPESAFE_BY_RCU (no object poison), KASAN's metadata, and kmalloc
+ * objects smaller than their cache (the kmalloc red zone, checked apart).
+ */
+static unsigned long plan_slots, plan_planned;
+
+static size_t report_total(odb_kernel *k)
+{
+	return odb_report_count(k) + (size_t)odb_reports_dropped(k);
+}
+
+static void plan_check_slot(odb_kernel *k, struct kmem_cache *s, uint8_t *obj)
+{
+	struct slab *sl = virt_to_slab(k, obj);
+	uint8_t *base = obj - s->red_left_pad;
+	size_t len = s->size;
+	uint8_t *orig = malloc(len), *snap = malloc(len);
+	struct odb_task *t = odb_enter(k);
+
+	CHECK(sl != NULL && orig && snap && t);
+	if (!sl || !orig || !snap || !t) {
+		free(orig);
+		free(snap);
+		if (t)
+			odb_leave(t, 0);
+		return;
+	}
+	plan_slots++;
+	memcpy(orig, base, len);
+	for (int a = 0; a < 2; a++) {
+		uint8_t val = a ? SLUB_RED_INACTIVE : SLUB_RED_ACTIVE;
+		bool ok = s->check_plan[a].ok;
+		size_t before;
+
+		if (a)
+			init_object(s, obj, val);
+		memcpy(snap, base, len);
+		plan_planned += ok;
+		/* intact: the plan passes where there is one, and nothing reports */
+		before = report_total(k);
+		CHECK_EQ(check_object_planned(s, obj, val), ok);
+		CHECK_EQ(check_object_bytes(s, sl, obj, val), 1);
+		CHECK_EQ(report_total(k), before);
+		for (size_t i = 0; ok && i < len; i++) {
+			bool planned, reported;
+			int r;
+
+			base[i] ^= 0x01;
+			planned = check_object_planned(s, obj, val);
+			before = report_total(k);
+			r = check_object_bytes(s, sl, obj, val);
+			reported = !r || report_total(k) != before;
+			if (planned == reported) {
+				fprintf(stderr, "%s size %u flags %#lx val %#x: byte %zu: plan %s, checks %s\n",
+					s->name, s->size, (unsigned long)s->flags, val, i,
+					planned ? "passes" : "fails", reported ? "report" : "pass");
+			}
+			CHECK(planned != reported);
+			memcpy(base, snap, len);
+		}
+	}
+	memcpy(base, orig, len);
+	odb_leave(t, 0);
+	free(orig);
+	free(snap);
+}
+
+static void test_check_plan_matches_checks(void)
+{
+	static const char *const boots[] = { "kasan=off no_debug_objects", "no_debug_objects" };
+	static const unsigned int flagsets[] = {
+		ODB_SLAB_CONSISTENCY_CHECKS | ODB_SLAB_RED_ZONE | ODB_SLAB_POISON | ODB_SLAB_STORE_USER,
+		ODB_SLAB_RED_ZONE | ODB_SLAB_POISON, ODB_SLAB_POISON, ODB_SLAB_RED_ZONE,
+		ODB_SLAB_RED_ZONE | ODB_SLAB_STORE_USER, ODB_SLAB_POISON | ODB_SLAB_STORE_USER,
+		ODB_SLAB_STORE_USER,
+		ODB_SLAB_RED_ZONE | ODB_SLAB_POISON | ODB_SLAB_STORE_USER | ODB_SLAB_KMALLOC,
+		ODB_SLAB_RED_ZONE | ODB_SLAB_POISON | ODB_SLAB_HWCACHE_ALIGN,
+		ODB_SLAB_RED_ZONE | ODB_SLAB_POISON | ODB_SLAB_TYPESAFE_BY_RCU,
+	};
+	static const unsigned int sizes[] = { 1, 7, 8, 13, 24, 40, 64, 100, 128, 200, 500 };
+	static const size_t kmallocs[] = { 1, 13, 50, 64, 100, 700 };
+	unsigned int n = 0;
+
+	for (size_t b = 0; b < sizeof(boots) / sizeof(boots[0]); b++) {
+		odb_kernel *k = odb_test_boot(boots[b], ODB_CLOCK_VIRTUAL, 1, 32 << 20, 42);
+		odb_kernel *kk;
+		char cmd[96];
+
+		CHECK(k != NULL);
+		if (!k)
+			return;
+		for (size_t f = 0; f < sizeof(flagsets) / sizeof(flagsets[0]); f++) {
+			for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+				odb_cache *c = NULL;
+				odb_addr_t p = 0;
+				char name[32];
+
+				snprintf(name, sizeof(name), "plan%u", n++);
+				if (odb_kmem_cache_create(k, name, sizes[z], f == 2 ? 16 : 0, flagsets[f],
+							  NULL, NULL, &c) != ODB_OK)
+					continue;
+				CHECK_EQ(odb_kmem_cache_alloc(k, c, 0, &p), ODB_OK);
+				if (p) {
+					size_t before;
+
+					plan_check_slot(k, c, odb_host_ptr(k, p, 1));
+					/* the slot as it was: its free finds nothing */
+					before = report_total(k);
+					CHECK_EQ(odb_kmem_cache_free(k, c, p), ODB_OK);
+					CHECK_EQ(report_total(k), before);
+				}
+			}
+		}
+		odb_kernel_destroy(k);
+		/* kmalloc objects below their cache's size: the kmalloc red zone */
+		snprintf(cmd, sizeof(cmd), "slub_debug=FZPU %s", boots[b]);
+		kk = odb_test_boot(cmd, ODB_CLOCK_VIRTUAL, 1, 32 << 20, 42);
+		CHECK(kk != NULL);
+		if (!kk)
+			return;
+		for (size_t z = 0; z < sizeof(kmallocs) / sizeof(kmallocs[0]); z++) {
+			odb_addr_t p = 0;
+			uint8_t *h;
+
+			CHECK_EQ(odb_kmalloc(kk, kmallocs[z], 0xcc0, &p), ODB_OK);
+			h = p ? odb_host_ptr(kk, p, 1) : NULL;
+			if (h) {
+				size_t before;
+
+				plan_check_slot(kk, virt_to_slab(kk, h)->slab_cache, h);
+				before = report_total(kk);
+				CHECK_EQ(odb_kfree(kk, p), ODB_OK);
+				CHECK_EQ(report_total(kk), before);
+			}
+		}
+		odb_kernel_destroy(kk);
+	}
+	/* the plans are there to be compared: most of these layouts have one */
+	CHECK(plan_slots >= 200);
+	CHECK(plan_planned * 10 >= plan_slots * 2 * 8);
+}
+
 int main(void)
 {
 	test_memchr_inv();
 	test_redzone_report_unchanged();
+	test_check_plan_matches_checks();
 	return odb_test_summary();
 }
