@@ -345,6 +345,69 @@ static __attribute__((noinline)) int fp_walk(struct odb_depot *d, void **out, in
 	return fp_walk_chain(d, __builtin_frame_address(0), out, max, keyp);
 }
 
+/*
+ * The walk fp_walk would make from here, compared as it goes with a recent
+ * record of t (issue 16): the first in its list whose first entry is the
+ * frame `from` frames up and whose Python location is py.  Its
+ * handle when the walk makes exactly its entries -- the stack
+ * stack_depot_save_current would save, and so the record recent_find would
+ * find -- else 0 (no candidate, another frame, a walk that ends sooner or
+ * goes on), and the caller walks the usual way.  The walk ends where fp_walk
+ * ends (the caller outside odebug, a broken chain, DEPOT_RAW_FRAMES frames)
+ * and a record holds at most ODB_STACK_DEPTH of its frames: a full record
+ * matches a walk that goes on.  No frame is stored and no key computed.
+ */
+static __attribute__((noinline)) uint32_t
+fp_walk_recent(const struct odb_depot *d, const struct odb_task *t, unsigned int from,
+	       const char *py)
+{
+	const uintptr_t lo = d->text_lo, span = d->text_hi - d->text_lo;
+	void **fp = __builtin_frame_address(0), **next, *ret;
+	const struct stack_record *r = NULL;
+	unsigned int nr;
+
+/* whether fp_walk goes on past the frame at fp, which returns to ret (the
+ * raw walk's DEPOT_RAW_FRAMES never ends it here: see the first test) */
+#define WALK_GOES_ON(fp, ret, next) \
+	((uintptr_t)(ret) - lo < span && (uintptr_t)(next) - (uintptr_t)(fp) - 1 < (1u << 20))
+
+	if (from + ODB_STACK_DEPTH >= DEPOT_RAW_FRAMES)
+		return 0;
+	for (unsigned int i = 0; i < from; i++) {
+		ret = fp[1];
+		next = fp[0];
+		if (!WALK_GOES_ON(fp, ret, next))
+			return 0;   /* (an empty stack: the usual way) */
+		fp = next;
+	}
+	ret = fp[1];
+	for (unsigned int c = 0; c < ODB_DEPOT_RECENT; c++) {
+		const struct stack_record *q = t->depot_recent[c];
+
+		if (q && q->entries[0] == ret && q->nr && py_equal(q->py, py)) {
+			r = q;
+			break;
+		}
+	}
+	if (!r)
+		return 0;
+	nr = r->nr;
+	for (unsigned int j = 1; j < nr; j++) {
+		next = fp[0];
+		if (!WALK_GOES_ON(fp, ret, next))
+			return 0;   /* the walk ends before the record does */
+		fp = next;
+		ret = fp[1];
+		if (ret != r->entries[j])
+			return 0;
+	}
+	/* every entry: the walk must end here unless the record was cut short */
+	if (nr == ODB_STACK_DEPTH || !WALK_GOES_ON(fp, ret, fp[0]))
+		return r->handle;
+	return 0;
+#undef WALK_GOES_ON
+}
+
 /* The Python caller from the frame hook, or NULL. */
 static inline const char *depot_py(struct odb_kernel *k, char *py, size_t len)
 {
@@ -358,11 +421,19 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 {
 	void *raw[DEPOT_RAW_FRAMES];
 	char py[256];
+	const char *pyp = depot_py(k, py, sizeof(py));
 	uint64_t key;
 	int n;
 	unsigned int from = 1 + skip, cnt;
 
 	if (k->depot->text_hi) {
+		struct odb_task *t;
+		uint32_t handle;
+
+		/* (called from here as fp_walk is: the same frames, the same from) */
+		if (odb_current_fast(k, &t) && t &&
+		    (handle = fp_walk_recent(k->depot, t, from, pyp)))
+			return handle;
 		n = fp_walk(k->depot, raw, DEPOT_RAW_FRAMES, &key);
 	} else {
 		n = backtrace(raw, DEPOT_RAW_FRAMES);
@@ -375,7 +446,7 @@ uint32_t stack_depot_save_current(struct odb_kernel *k, unsigned int skip)
 	cnt = (unsigned int)n - from;
 	if (cnt > ODB_STACK_DEPTH)
 		cnt = ODB_STACK_DEPTH;
-	return depot_save(k, key, raw + from, cnt, depot_py(k, py, sizeof(py)));
+	return depot_save(k, key, raw + from, cnt, pyp);
 }
 
 uint32_t stack_depot_save_tmpl(struct odb_kernel *k, struct odb_task *t,

@@ -209,10 +209,135 @@ static void test_templates(void)
 	odb_kernel_destroy(k);
 }
 
+/*
+ * The walk compared with a recent record as it goes (fp_walk_recent, issue
+ * 16) must give the handle of the usual walk and look-up: stacks of every
+ * depth from 0 to past ODB_STACK_DEPTH frames (records cut at 16 frames),
+ * under two callers that share the inner frames (one first entry, other
+ * later frames), each saved with the task's recent records as they are and
+ * again with them cleared (the usual way: a bucket look-up).
+ */
+static volatile bool clear_recent;
+
+static __attribute__((noinline)) uint32_t save_deep(odb_kernel *k, int depth)
+{
+	uint32_t h;
+
+	if (depth) {
+		h = save_deep(k, depth - 1);
+	} else {
+		struct odb_task *t = odb_current(k);
+
+		if (clear_recent && t)
+			memset(t->depot_recent, 0, sizeof(t->depot_recent));
+		h = stack_depot_save_current(k, 0);
+	}
+	__asm__ volatile("" ::: "memory");
+	return h;
+}
+
+static __attribute__((noinline)) uint32_t deep_via_x(odb_kernel *k, int depth)
+{
+	uint32_t h = save_deep(k, depth);
+
+	__asm__ volatile("" ::: "memory");
+	return h;
+}
+
+static __attribute__((noinline)) uint32_t deep_via_y(odb_kernel *k, int depth)
+{
+	uint32_t h = save_deep(k, depth);
+
+	__asm__ volatile("" ::: "memory");
+	return h;
+}
+
+/* A save whose walk ends at a broken frame chain: save_broken's own saved
+ * frame pointer made to point below its frame (fp_walk's sanity check stops
+ * there), restored before it returns. */
+static __attribute__((noinline)) uint32_t save_broken(odb_kernel *k, int broken)
+{
+	void *volatile *fp = (void *volatile *)__builtin_frame_address(0);
+	void *saved = fp[0];
+	uint32_t h;
+
+	if (broken)
+		fp[0] = (void *)((uintptr_t)fp - 64);
+	h = save_deep(k, 1);
+	fp[0] = saved;
+	__asm__ volatile("" ::: "memory");
+	return h;
+}
+
+static void test_recent_walk(void)
+{
+	odb_kernel *k = odb_test_boot("kasan=off no_debug_objects", ODB_CLOCK_VIRTUAL, 1, 8 << 20, 45);
+	uint32_t first[2][26];
+	int bad = 0;
+
+	CHECK(k != NULL);
+	if (!k)
+		return;
+	CHECK_EQ(odb_bind_cpu(k, 0, NULL), 0);
+	memset(first, 0, sizeof(first));
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 26; i++) {
+			int depth = (i * 7 + round) % 26;   /* depths in varied orders */
+
+			for (int via = 0; via < 2; via++) {
+				uint32_t (*fn)(odb_kernel *, int) = via ? deep_via_y : deep_via_x;
+				uint32_t h[3], ref;
+				volatile int three = 3;
+
+				/* one call site: as they are, twice, then cleared */
+				for (int c = 0; c < three; c++) {
+					clear_recent = c == 2;
+					h[c] = fn(k, depth);
+				}
+				clear_recent = false;
+				ref = h[2];
+				bad += h[0] != ref || h[1] != ref || !ref;
+				if (!first[via][depth])
+					first[via][depth] = ref;
+				else
+					bad += ref != first[via][depth];
+			}
+		}
+	CHECK_EQ(bad, 0);
+	/* other callers, other stacks; one more frame, another stack -- until the
+	 * records are cut at ODB_STACK_DEPTH frames of save_deep alone */
+	for (int d = 0; d < 26; d++)
+		if (d < 12)
+			CHECK(first[0][d] != first[1][d]);
+	for (int d = 0; d + 1 < 12; d++)
+		CHECK(first[0][d] != first[0][d + 1]);
+	CHECK_EQ(first[0][20], first[0][25]);
+	CHECK_EQ(first[0][20], first[1][25]);
+	/* a record that ends where a walk ended at a broken chain is not the
+	 * stack of a walk through the same frames that goes on */
+	{
+		uint32_t hb[4];
+		volatile int four = 4;
+		struct odb_task *t = odb_current(k);
+
+		/* (the broken walk's record the only recent one: the candidate) */
+		if (t)
+			memset(t->depot_recent, 0, sizeof(t->depot_recent));
+		for (int c = 0; c < four; c++)
+			hb[c] = save_broken(k, c < 2);
+		CHECK(hb[0] != 0 && hb[2] != 0);
+		CHECK_EQ(hb[1], hb[0]);
+		CHECK_EQ(hb[3], hb[2]);
+		CHECK(hb[2] != hb[0]);
+	}
+	odb_kernel_destroy(k);
+}
+
 int main(void)
 {
 	test_dedup_and_concurrency();
 	test_recent_records();
 	test_templates();
+	test_recent_walk();
 	return odb_test_summary();
 }
