@@ -368,17 +368,25 @@ void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x);
  * size_shift) is off / size when size divides off, and exceeds
  * UINT64_MAX / size otherwise (the Granlund-Montgomery exact-division test),
  * so q < objects says "in the slab" and "on an object boundary" at once. */
-static inline bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
+/* check_valid_pointer of a slab at base with objects objects, both read by
+ * the caller (on_freelist's walk: once, not for every link) */
+static inline bool __check_valid_pointer(const struct kmem_cache *s, const void *base,
+					 unsigned int objects, const void *object)
 {
 	uint64_t off, q;
 	unsigned int r = s->size_shift;
 
 	if (!object)
 		return true;
-	off = (uint64_t)((uintptr_t)object - s->red_left_pad - (uintptr_t)slab_address(s->k, sl));
+	off = (uint64_t)((uintptr_t)object - s->red_left_pad - (uintptr_t)base);
 	q = off * s->size_inv;
 	q = (q >> r) | (q << ((64 - r) & 63));
-	return q < SLAB_OBJECTS(slab_counters(sl));
+	return q < objects;
+}
+static inline bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
+{
+	return __check_valid_pointer(s, slab_address(s->k, sl), SLAB_OBJECTS(slab_counters(sl)),
+				     object);
 }
 struct track *get_track(struct kmem_cache *s, void *object, enum track_item alloc);
 unsigned int *get_orig_size_ptr(struct kmem_cache *s, void *object);
@@ -529,6 +537,53 @@ int on_freelist(struct kmem_cache *s, struct slab *sl, void *search);
 void slab_pad_check(struct kmem_cache *s, struct slab *sl);
 /* lib/string.c memchr_inv: first byte of [p, p+n) other than v, or NULL (word-wise) */
 uint8_t *memchr_inv(uint8_t *p, uint8_t v, size_t n);
+static inline bool freeptr_outside_object(const struct kmem_cache *s)
+{
+	return s->offset >= s->inuse;
+}
+/* check_object's byte checks by the cache's plan (slub_debug.c: check_plan_build):
+ * true only when every one of them would pass */
+static inline __attribute__((always_inline)) bool
+__check_object_planned(struct kmem_cache *s, uint8_t *p, uint8_t val)
+{
+	typedef uint64_t v2u64 __attribute__((vector_size(16)));
+	const struct check_plan *pl = &s->check_plan[val != SLUB_RED_ACTIVE];
+	const uint8_t *base = p - s->red_left_pad;
+	v2u64 d = { 0, 0 };
+
+	if (!pl->ok || pl->val != val)
+		return false;
+	for (unsigned int i = 0; i < pl->n; i++) {
+		v2u64 w, e, m;
+
+		/* (memcpy: unaligned loads, no aliasing assumption) */
+		memcpy(&w, base + pl->off[i], sizeof(w));
+		memcpy(&e, pl->exp[i], sizeof(e));
+		memcpy(&m, pl->mask[i], sizeof(m));
+		d |= (w ^ e) & m;
+	}
+	if (d[0] | d[1])
+		return false;
+	if ((s->flags & SLAB_RED_ZONE) && slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE) {
+		unsigned int orig = get_orig_size(s, p);
+
+		if (s->object_size > orig && memchr_inv(p + orig, val, s->object_size - orig))
+			return false;
+	}
+	return true;
+}
+/* check_object inline where it passes (issue 16): the plan's byte checks and
+ * the free pointer's; anything else -- a fault to report, no plan -- is
+ * check_object's own, called, so that its reports show it in their stacks. */
+static inline __attribute__((always_inline)) int
+check_object_inline(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val)
+{
+	if (likely(__check_object_planned(s, object, val)) &&
+	    ((!freeptr_outside_object(s) && val == SLUB_RED_ACTIVE) ||
+	     check_valid_pointer(s, sl, get_freepointer(s, object))))
+		return 1;
+	return check_object(s, sl, object, val);
+}
 /* trace(): SLAB_TRACE's line (and the object on free) plus the stack; the
  * flag test inline, the work in trace_object(). */
 void trace_object(struct kmem_cache *s, struct slab *sl, void *object, int alloc);

@@ -191,11 +191,6 @@ slab_flags_t kmem_cache_flags(struct odb_kernel *k, unsigned int object_size,
 }
 
 /* ---- layout --------------------------------------------------------------------------- */
-static inline bool freeptr_outside_object(const struct kmem_cache *s)
-{
-	return s->offset >= s->inuse;
-}
-
 unsigned int get_info_end(const struct kmem_cache *s)
 {
 	if (freeptr_outside_object(s))
@@ -836,36 +831,6 @@ void check_plan_build(struct kmem_cache *s)
 	}
 }
 
-static inline __attribute__((always_inline)) bool
-__check_object_planned(struct kmem_cache *s, uint8_t *p, uint8_t val)
-{
-	typedef uint64_t v2u64 __attribute__((vector_size(16)));
-	const struct check_plan *pl = &s->check_plan[val != SLUB_RED_ACTIVE];
-	const uint8_t *base = p - s->red_left_pad;
-	v2u64 d = { 0, 0 };
-
-	if (!pl->ok || pl->val != val)
-		return false;
-	for (unsigned int i = 0; i < pl->n; i++) {
-		v2u64 w, e, m;
-
-		/* (memcpy: unaligned loads, no aliasing assumption) */
-		memcpy(&w, base + pl->off[i], sizeof(w));
-		memcpy(&e, pl->exp[i], sizeof(e));
-		memcpy(&m, pl->mask[i], sizeof(m));
-		d |= (w ^ e) & m;
-	}
-	if (d[0] | d[1])
-		return false;
-	if ((s->flags & SLAB_RED_ZONE) && slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE) {
-		unsigned int orig = get_orig_size(s, p);
-
-		if (s->object_size > orig && __memchr_inv(p + orig, val, s->object_size - orig))
-			return false;
-	}
-	return true;
-}
-
 bool check_object_planned(struct kmem_cache *s, void *object, uint8_t val)
 {
 	return __check_object_planned(s, object, val);
@@ -961,11 +926,14 @@ int on_freelist(struct kmem_cache *s, struct slab *sl, void *search)
 	unsigned int objects = SLAB_OBJECTS(c), inuse = SLAB_INUSE(c), frozen = SLAB_FROZEN(c);
 	unsigned int max_objects, nr = 0;
 	void *fp = slab_freelist(sl), *object = NULL;
+	/* (the slab's address and object count do not change under the walk:
+	 * read once, as the links are) */
+	const void *base = slab_address(s->k, sl);
 
 	while (fp && nr <= objects) {
 		if (fp == search)
 			return 1;
-		if (!check_valid_pointer(s, sl, fp)) {
+		if (!__check_valid_pointer(s, base, objects, fp)) {
 			if (object) {
 				object_err(s, sl, object, "Freechain corrupt");
 				set_freepointer(s, object, NULL);
@@ -1025,7 +993,7 @@ static int alloc_consistency_checks(struct kmem_cache *s, struct slab *sl, void 
 		object_err(s, sl, object, "Freelist Pointer check fails");
 		return 0;
 	}
-	if (!check_object(s, sl, object, SLUB_RED_INACTIVE))
+	if (!check_object_inline(s, sl, object, SLUB_RED_INACTIVE))
 		return 0;
 	return 1;
 }
@@ -1060,7 +1028,7 @@ static int free_consistency_checks(struct kmem_cache *s, struct slab *sl, void *
 		object_err(s, sl, object, "Object already free");
 		return 0;
 	}
-	if (!check_object(s, sl, object, SLUB_RED_ACTIVE))
+	if (!check_object_inline(s, sl, object, SLUB_RED_ACTIVE))
 		return slub_locked(s) ? -1 : 0;
 	if (s != sl->slab_cache) {
 		if (!sl->slab_cache)
@@ -1158,7 +1126,7 @@ static void validate_slab(struct kmem_cache *s, struct slab *sl)
 	}
 	for (unsigned int i = 0; i < objects; i++) {
 		uint8_t *p = addr + (size_t)i * s->size + s->red_left_pad;
-		if (!check_object(s, sl, p, map[i] ? SLUB_RED_INACTIVE : SLUB_RED_ACTIVE))
+		if (!check_object_inline(s, sl, p, map[i] ? SLUB_RED_INACTIVE : SLUB_RED_ACTIVE))
 			break;
 	}
 	free(map);
