@@ -228,7 +228,8 @@ odb_addr_t slab_virt(struct kmem_cache *s, const void *p)
 void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x)
 {
 	char *base = slab_address(s->k, sl);
-	size_t idx = (size_t)((const char *)x - base) / s->size;
+	uint64_t off = (uint64_t)((const char *)x - base);   /* (x below the slab: wraps) */
+	size_t idx = off >> 32 ? off / s->size : slab_div(s, off);
 	size_t objects = SLAB_OBJECTS(slab_counters(sl));
 
 	if (idx >= objects)
@@ -309,6 +310,7 @@ int slub_set_order(struct kmem_cache *s)
 	s->size_inv = s->size >> s->size_shift;          /* Newton: 3 bits -> 6 -> ... -> 96 */
 	for (int i = 0; i < 5; i++)
 		s->size_inv *= 2 - (uint64_t)(s->size >> s->size_shift) * s->size_inv;
+	s->size_recip = UINT64_MAX / s->size + 1;   /* (size >= 8) */
 	s->objects = order_objects(s->order, s->size, s->reserved);
 	s->min_order = get_order(s->size);
 	s->min_objects = order_objects(s->min_order, s->size, s->reserved);

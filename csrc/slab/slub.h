@@ -127,6 +127,8 @@ struct kmem_cache {
 	 * division-free exact-division test of check_valid_pointer */
 	uint64_t size_inv;
 	unsigned int size_shift;
+	/* ceil(2^64 / size): slab_div's multiplier */
+	uint64_t size_recip;
 	void (*ctor)(void *);
 	odb_ctor_fn pctor;                  /* public-API constructor (with context) */
 	void *pctor_ctx;
@@ -368,25 +370,30 @@ void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x);
  * size_shift) is off / size when size divides off, and exceeds
  * UINT64_MAX / size otherwise (the Granlund-Montgomery exact-division test),
  * so q < objects says "in the slab" and "on an object boundary" at once. */
-/* check_valid_pointer of a slab at base with objects objects, both read by
- * the caller (on_freelist's walk: once, not for every link) */
-static inline bool __check_valid_pointer(const struct kmem_cache *s, const void *base,
-					 unsigned int objects, const void *object)
+/* x / s->size for x < 2^32 (an offset in a slab, a slab's size) without a
+ * division: the high word of x * ceil(2^64 / size), exact while x * size <
+ * 2^64 (as the kernel's obj_to_index takes a reciprocal; a 64-bit divide
+ * costs tens of cycles, and a debug pair made five) */
+static inline uint32_t slab_div(const struct kmem_cache *s, uint64_t x)
 {
-	uint64_t off, q;
+	return (uint32_t)(((unsigned __int128)x * s->size_recip) >> 64);
+}
+/* The slot index of object in a slab at base when it is a slot's start,
+ * else a value no slab reaches (an exact division by s->size: a multiply by
+ * its odd part's inverse, rotated by its power of two) */
+static inline uint64_t slot_index(const struct kmem_cache *s, const void *base, const void *object)
+{
+	uint64_t off = (uint64_t)((uintptr_t)object - s->red_left_pad - (uintptr_t)base);
+	uint64_t q = off * s->size_inv;
 	unsigned int r = s->size_shift;
 
-	if (!object)
-		return true;
-	off = (uint64_t)((uintptr_t)object - s->red_left_pad - (uintptr_t)base);
-	q = off * s->size_inv;
-	q = (q >> r) | (q << ((64 - r) & 63));
-	return q < objects;
+	return (q >> r) | (q << ((64 - r) & 63));
 }
 static inline bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
 {
-	return __check_valid_pointer(s, slab_address(s->k, sl), SLAB_OBJECTS(slab_counters(sl)),
-				     object);
+	if (!object)
+		return true;
+	return slot_index(s, slab_address(s->k, sl), object) < SLAB_OBJECTS(slab_counters(sl));
 }
 struct track *get_track(struct kmem_cache *s, void *object, enum track_item alloc);
 unsigned int *get_orig_size_ptr(struct kmem_cache *s, void *object);

@@ -726,7 +726,7 @@ void slab_pad_check(struct kmem_cache *s, struct slab *sl)
 	start = slab_address(s->k, sl);
 	length = slab_size(sl);
 	end = start + length;
-	remainder = length % s->size;
+	remainder = length - (size_t)slab_div(s, length) * s->size;
 	if (!remainder)
 		return;
 	pad = end - remainder;
@@ -900,7 +900,7 @@ int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t va
 int check_slab(struct kmem_cache *s, struct slab *sl)
 {
 	unsigned long c = slab_counters(sl);
-	unsigned int maxobj = (unsigned int)(slab_size(sl) / s->size);
+	unsigned int maxobj = slab_div(s, slab_size(sl));
 
 	if (!(slab_page(sl)->flags & PG_slab)) {
 		slab_err(s, sl, "Not a valid slab page", "Not a valid slab page");
@@ -933,7 +933,7 @@ int on_freelist(struct kmem_cache *s, struct slab *sl, void *search)
 	while (fp && nr <= objects) {
 		if (fp == search)
 			return 1;
-		if (!__check_valid_pointer(s, base, objects, fp)) {
+		if (slot_index(s, base, fp) >= objects) {   /* (check_valid_pointer; fp != NULL) */
 			if (object) {
 				object_err(s, sl, object, "Freechain corrupt");
 				set_freepointer(s, object, NULL);
@@ -948,7 +948,7 @@ int on_freelist(struct kmem_cache *s, struct slab *sl, void *search)
 		fp = get_freepointer(s, object);
 		nr++;
 	}
-	max_objects = (unsigned int)(slab_size(sl) / s->size);
+	max_objects = slab_div(s, slab_size(sl));
 	if (max_objects > MAX_OBJS_PER_PAGE)
 		max_objects = MAX_OBJS_PER_PAGE;
 	if (objects != max_objects) {

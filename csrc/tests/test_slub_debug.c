@@ -252,8 +252,50 @@ static void test_check_plan_matches_checks(void)
 	CHECK(plan_planned * 10 >= plan_slots * 2 * 8);
 }
 
+/* slab_div (x / size by a multiply-high) against the division: every slot
+ * size up to 64 KiB with offsets around each multiple up to an order-10
+ * slab and the slab sizes themselves, and random sizes below 4 MiB with
+ * random 32-bit offsets. */
+static void test_slab_div(void)
+{
+	struct kmem_cache s;
+	unsigned long long rng = 0x9e3779b97f4a7c15ULL, bad = 0, runs = 0;
+
+	memset(&s, 0, sizeof(s));
+	for (unsigned int size = 8; size <= 65536; size += 8) {
+		s.size = size;
+		s.size_recip = UINT64_MAX / size + 1;
+		for (uint64_t m = 1; m * size <= (PAGE_SIZE << 10); m = m * 3 + 1)
+			for (int d = -1; d <= 1; d++) {
+				uint64_t x = m * size + (uint64_t)(int64_t)d;
+
+				runs++;
+				bad += slab_div(&s, x) != x / size;
+			}
+		for (unsigned int o = 0; o <= 10; o++) {
+			uint64_t x = PAGE_SIZE << o;
+
+			runs++;
+			bad += slab_div(&s, x) != x / size || slab_div(&s, x - 1) != (x - 1) / size;
+		}
+	}
+	for (int i = 0; i < 200000; i++) {
+		uint64_t x;
+
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		s.size = 8 + (unsigned int)(rng % (4u << 20));
+		s.size_recip = UINT64_MAX / s.size + 1;
+		x = (rng >> 20) & 0xffffffffULL;
+		runs++;
+		bad += slab_div(&s, x) != x / s.size;
+	}
+	CHECK(runs > 300000);
+	CHECK_EQ(bad, 0);
+}
+
 int main(void)
 {
+	test_slab_div();
 	test_memchr_inv();
 	test_redzone_report_unchanged();
 	test_check_plan_matches_checks();
