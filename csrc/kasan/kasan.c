@@ -243,12 +243,14 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "kasan: cannot map %zu bytes of shadow", ks->shadow_size);
 		return ODB_ENOMEM;
 	}
+	k->kasan_on = true;
 	/* CONFIG_KASAN_VMALLOC: vmalloc space's shadow, invalid until areas come */
 	ks->vshadow_size = (size_t)(k->vmalloc_size >> KASAN_SHADOW_SCALE_SHIFT);
 	ks->vshadow = shadow_map(ks->vshadow_size, false, 0);   /* filled on first use */
 	if (!ks->vshadow) {
 		shadow_unmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;
+		k->kasan_on = false;
 		snprintf(errbuf, errlen, "kasan: cannot map %zu bytes of vmalloc shadow", ks->vshadow_size);
 		return ODB_ENOMEM;
 	}
@@ -257,6 +259,7 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	if (quarantine_init(k)) {
 		shadow_unmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;
+		k->kasan_on = false;
 		shadow_unmap(ks->vshadow, ks->vshadow_size);
 		ks->vshadow = NULL;
 		snprintf(errbuf, errlen, "kasan: out of memory for the quarantine");
@@ -277,6 +280,7 @@ void kasan_release_shadow(struct odb_kernel *k)
 	if (ks && ks->shadow) {
 		shadow_unmap(ks->shadow, ks->shadow_size);
 		ks->shadow = NULL;
+		k->kasan_on = false;
 	}
 	if (ks && ks->vshadow) {
 		shadow_unmap(ks->vshadow, ks->vshadow_size);
@@ -292,6 +296,7 @@ void kasan_exit(struct odb_kernel *k)
 		return;
 	if (ks->booted)
 		quarantine_exit(k);
+	k->kasan_on = false;
 	if (ks->shadow)
 		shadow_unmap(ks->shadow, ks->shadow_size);
 	if (ks->vshadow)

@@ -189,8 +189,7 @@ static inline struct kasan_state *kasan_state(struct odb_kernel *k)
 }
 static inline bool kasan_enabled(struct odb_kernel *k)
 {
-	struct kasan_state *ks = kasan_state(k);
-	return ks && ks->enabled && ks->shadow;
+	return k->kasan_on;   /* (kasan_state(k)->enabled and ->shadow) */
 }
 /* addr_has_metadata(): a lies in the arena or in vmalloc space. */
 static inline bool addr_has_metadata(const struct odb_kernel *k, odb_addr_t a)

@@ -930,6 +930,9 @@ struct odb_kernel {
 	void *slab;
 	void *kasan;
 	void *debugobjects;
+	/* kasan_enabled(): KASAN on and its shadow mapped (set and cleared with
+	 * the shadow, kasan.c), one load where the kernel has a static key */
+	bool kasan_on;
 };
 
 /*
