@@ -194,10 +194,14 @@ __slab_snapshot(struct kmem_cache *s, struct slab *sl, void **fl, unsigned long 
 		slab_snapshot_sched(s, sl, fl, c);
 		return;
 	}
-	__slab_lock(sl);
-	*fl = sl->freelist;
-	*c = sl->counters;
-	__slab_unlock(sl);
+	/* The kernel reads the two words without the slab lock and lets the
+	 * cmpxchg that follows, which compares both under it, catch a torn pair
+	 * (a retry).  So does this: every write of them is an atomic store
+	 * (slab_set, under the lock), so the loads race with nothing.  (Taking
+	 * the lock here cost the 2016 debug flows a locked instruction more for
+	 * each object deactivate_slab puts back: issue 16.) */
+	*fl = slab_freelist(sl);
+	*c = slab_counters(sl);
 }
 
 static __attribute__((noinline)) void slab_snapshot_call(struct kmem_cache *s, struct slab *sl,
