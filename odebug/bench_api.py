@@ -26,7 +26,7 @@ neighbour only ever adds time, so those are the least disturbed runs):
 Configurations: ``no-debug`` (``kasan=off no_debug_objects``), ``defaults``
 (generic KASAN, its quarantine and debug objects), ``full`` (``slub_debug=FZPU``
 on top of the defaults, on the default 2016 ``relaxed`` debug flows, whose
-per-allocation ``deactivate_slab()`` is seed 001's subject) and ``full-modern``
+per-allocation ``deactivate_slab()`` seed 003's figure measures) and ``full-modern``
 (the same on the v6.1+ flows, ``odebug.slub_path=modern``).  Reported, never
 asserted.
 
