@@ -236,21 +236,10 @@ static __attribute__((noinline)) uint32_t save_deep(odb_kernel *k, int depth)
 	return h;
 }
 
-static __attribute__((noinline)) uint32_t deep_via_x(odb_kernel *k, int depth)
-{
-	uint32_t h = save_deep(k, depth);
-
-	__asm__ volatile("" ::: "memory");
-	return h;
-}
-
-static __attribute__((noinline)) uint32_t deep_via_y(odb_kernel *k, int depth)
-{
-	uint32_t h = save_deep(k, depth);
-
-	__asm__ volatile("" ::: "memory");
-	return h;
-}
+/* two callers of save_deep: the same inner frames, other outer ones */
+#define DEEP_VIA(n) static __attribute__((noinline)) uint32_t deep_via_##n(odb_kernel *k, int d) \
+	{ uint32_t h = save_deep(k, d); __asm__ volatile("" ::: "memory"); return h; }
+DEEP_VIA(x) DEEP_VIA(y)
 
 /* A save whose walk ends at a broken frame chain: save_broken's own saved
  * frame pointer made to point below its frame (fp_walk's sanity check stops
