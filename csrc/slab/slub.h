@@ -364,12 +364,6 @@ static inline struct slab *virt_to_slab(struct odb_kernel *k, const void *x)
 }
 /* Start of the object slot containing x, relative to the slab (object pointer). */
 void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x);
-/* check_valid_pointer: object is NULL or exactly the start of an object of sl.
- * Inline: every free makes it.  One multiply and a rotate: for off = object
- * slot offset from the slab base (wrapping below it), q = ror(off * size_inv,
- * size_shift) is off / size when size divides off, and exceeds
- * UINT64_MAX / size otherwise (the Granlund-Montgomery exact-division test),
- * so q < objects says "in the slab" and "on an object boundary" at once. */
 /* x / s->size for x < 2^32 (an offset in a slab, a slab's size) without a
  * division: the high word of x * ceil(2^64 / size), exact while x * size <
  * 2^64 (as the kernel's obj_to_index takes a reciprocal; a 64-bit divide
@@ -389,6 +383,12 @@ static inline uint64_t slot_index(const struct kmem_cache *s, const void *base, 
 
 	return (q >> r) | (q << ((64 - r) & 63));
 }
+/* check_valid_pointer: object is NULL or exactly the start of an object of sl.
+ * Inline: every free makes it.  One multiply and a rotate: for off = object
+ * slot offset from the slab base (wrapping below it), q = ror(off * size_inv,
+ * size_shift) is off / size when size divides off, and exceeds
+ * UINT64_MAX / size otherwise (the Granlund-Montgomery exact-division test),
+ * so q < objects says "in the slab" and "on an object boundary" at once. */
 static inline bool check_valid_pointer(struct kmem_cache *s, struct slab *sl, void *object)
 {
 	if (!object)
