@@ -229,6 +229,14 @@ int kasan_early_init(struct odb_kernel *k)
 	return 0;
 }
 
+/* The arena's shadow unmapped: KASAN is off from here (kasan_enabled). */
+static void kasan_shadow_gone(struct odb_kernel *k, struct kasan_state *ks)
+{
+	k->kasan_on = false;
+	shadow_unmap(ks->shadow, ks->shadow_size);
+	ks->shadow = NULL;
+}
+
 /* kasan_init: map the shadow (KASAN_PAGE_FREE: boot memory is free pages), then the
  * quarantine; before kmem_cache_init so every cache gets its metadata. */
 int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
@@ -248,18 +256,14 @@ int kasan_init(struct odb_kernel *k, char *errbuf, size_t errlen)
 	ks->vshadow_size = (size_t)(k->vmalloc_size >> KASAN_SHADOW_SCALE_SHIFT);
 	ks->vshadow = shadow_map(ks->vshadow_size, false, 0);   /* filled on first use */
 	if (!ks->vshadow) {
-		shadow_unmap(ks->shadow, ks->shadow_size);
-		ks->shadow = NULL;
-		k->kasan_on = false;
+		kasan_shadow_gone(k, ks);
 		snprintf(errbuf, errlen, "kasan: cannot map %zu bytes of vmalloc shadow", ks->vshadow_size);
 		return ODB_ENOMEM;
 	}
 	ks->q.policy = ks->policy_arg;
 	ks->q.fixes = ks->fixes_arg;
 	if (quarantine_init(k)) {
-		shadow_unmap(ks->shadow, ks->shadow_size);
-		ks->shadow = NULL;
-		k->kasan_on = false;
+		kasan_shadow_gone(k, ks);
 		shadow_unmap(ks->vshadow, ks->vshadow_size);
 		ks->vshadow = NULL;
 		snprintf(errbuf, errlen, "kasan: out of memory for the quarantine");
@@ -278,9 +282,7 @@ void kasan_release_shadow(struct odb_kernel *k)
 	struct kasan_state *ks = kasan_state(k);
 
 	if (ks && ks->shadow) {
-		shadow_unmap(ks->shadow, ks->shadow_size);
-		ks->shadow = NULL;
-		k->kasan_on = false;
+		kasan_shadow_gone(k, ks);
 	}
 	if (ks && ks->vshadow) {
 		shadow_unmap(ks->vshadow, ks->vshadow_size);
@@ -296,9 +298,8 @@ void kasan_exit(struct odb_kernel *k)
 		return;
 	if (ks->booted)
 		quarantine_exit(k);
-	k->kasan_on = false;
 	if (ks->shadow)
-		shadow_unmap(ks->shadow, ks->shadow_size);
+		kasan_shadow_gone(k, ks);
 	if (ks->vshadow)
 		shadow_unmap(ks->vshadow, ks->vshadow_size);
 	pthread_mutex_destroy(&ks->report_lock);

@@ -313,6 +313,16 @@ depot_save(struct odb_kernel *k, uint64_t key, void *const *e, unsigned int n, c
  * frame outside it (the caller).  Cheap enough for every tracked alloc/free;
  * glibc's unwinder is the fallback where the range is unknown.
  */
+/* Whether the walk goes on past the frame at fp, which returns to ret and
+ * chains to next: ret lies in odebug's text [lo, lo + span) (else the frame
+ * is the caller's, the last) and the chain is sane (next above fp, by at most
+ * 1 MiB; at or below it the difference wraps). */
+static inline bool walk_goes_on(uintptr_t lo, uintptr_t span, void **fp, const void *ret,
+				void **next)
+{
+	return (uintptr_t)ret - lo < span && (uintptr_t)next - (uintptr_t)fp - 1 < (1u << 20);
+}
+
 static inline __attribute__((always_inline)) int
 fp_walk_chain(const struct odb_depot *d, void **fp, void **out, int max, uint64_t *keyp)
 {
@@ -326,11 +336,7 @@ fp_walk_chain(const struct odb_depot *d, void **fp, void **out, int max, uint64_
 
 		*o++ = ret;
 		key = walk_key_mix(key, ret);
-		if ((uintptr_t)ret - lo >= span)
-			break;               /* the caller outside odebug: last frame */
-		/* not a sane frame chain: next at or below fp (the difference wraps),
-		 * or more than 1 MiB above it */
-		if ((uintptr_t)next - (uintptr_t)fp - 1 >= (1u << 20))
+		if (!walk_goes_on(lo, span, fp, ret, next))
 			break;
 		fp = next;
 	} while (o < end);
@@ -366,17 +372,13 @@ fp_walk_recent(const struct odb_depot *d, const struct odb_task *t, unsigned int
 	const struct stack_record *r = NULL;
 	unsigned int nr;
 
-/* whether fp_walk goes on past the frame at fp, which returns to ret (the
- * raw walk's DEPOT_RAW_FRAMES never ends it here: see the first test) */
-#define WALK_GOES_ON(fp, ret, next) \
-	((uintptr_t)(ret) - lo < span && (uintptr_t)(next) - (uintptr_t)(fp) - 1 < (1u << 20))
-
+	/* (so the raw walk's DEPOT_RAW_FRAMES never ends it below) */
 	if (from + ODB_STACK_DEPTH >= DEPOT_RAW_FRAMES)
 		return 0;
 	for (unsigned int i = 0; i < from; i++) {
 		ret = fp[1];
 		next = fp[0];
-		if (!WALK_GOES_ON(fp, ret, next))
+		if (!walk_goes_on(lo, span, fp, ret, next))
 			return 0;   /* (an empty stack: the usual way) */
 		fp = next;
 	}
@@ -394,7 +396,7 @@ fp_walk_recent(const struct odb_depot *d, const struct odb_task *t, unsigned int
 	nr = r->nr;
 	for (unsigned int j = 1; j < nr; j++) {
 		next = fp[0];
-		if (!WALK_GOES_ON(fp, ret, next))
+		if (!walk_goes_on(lo, span, fp, ret, next))
 			return 0;   /* the walk ends before the record does */
 		fp = next;
 		ret = fp[1];
@@ -402,10 +404,9 @@ fp_walk_recent(const struct odb_depot *d, const struct odb_task *t, unsigned int
 			return 0;
 	}
 	/* every entry: the walk must end here unless the record was cut short */
-	if (nr == ODB_STACK_DEPTH || !WALK_GOES_ON(fp, ret, fp[0]))
+	if (nr == ODB_STACK_DEPTH || !walk_goes_on(lo, span, fp, ret, fp[0]))
 		return r->handle;
 	return 0;
-#undef WALK_GOES_ON
 }
 
 /* The Python caller from the frame hook, or NULL. */

@@ -448,7 +448,7 @@ static void __free_slab(struct kmem_cache *s, struct slab *sl, bool uncounted)
 		slab_pad_check(s, sl);
 		for (unsigned int i = 0; i < SLAB_OBJECTS(sl->counters); i++)
 			check_object_inline(s, sl, base + (size_t)i * s->size + s->red_left_pad,
-				     SLUB_RED_INACTIVE);
+					    SLUB_RED_INACTIVE);
 	}
 	if (!uncounted)
 		dec_slabs_node(s, SLAB_OBJECTS(sl->counters));

@@ -614,6 +614,13 @@ static inline uint8_t *memchr_inv_bytes(uint8_t *p, uint8_t v, size_t n)
  * last 32 bytes are read from the end of the range, overlapping bytes that
  * already matched (the range has at least MEMCHR_INV_AVX2_MIN bytes).
  */
+/* the 32 bytes at p, XORed with the pattern: zero where they match */
+static inline __attribute__((target("avx2"), always_inline)) __m256i
+memchr_inv_avx2_diff(const uint8_t *p, __m256i pat)
+{
+	return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), pat);
+}
+
 static __attribute__((target("avx2"), noinline)) uint8_t *
 memchr_inv_avx2(uint8_t *p, uint8_t v, size_t n)
 {
@@ -621,21 +628,19 @@ memchr_inv_avx2(uint8_t *p, uint8_t v, size_t n)
 	__m256i d;
 
 	for (; n >= 64; p += 64, n -= 64) {
-		d = _mm256_or_si256(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), pat),
-				    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 32)),
-						     pat));
+		d = _mm256_or_si256(memchr_inv_avx2_diff(p, pat), memchr_inv_avx2_diff(p + 32, pat));
 		if (!_mm256_testz_si256(d, d))
 			return memchr_inv_bytes(p, v, 64);
 	}
 	if (n >= 32) {
-		d = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), pat);
+		d = memchr_inv_avx2_diff(p, pat);
 		if (!_mm256_testz_si256(d, d))
 			return memchr_inv_bytes(p, v, 32);
 		p += 32;
 		n -= 32;
 	}
 	if (n) {
-		d = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + n - 32)), pat);
+		d = memchr_inv_avx2_diff(p + n - 32, pat);
 		if (!_mm256_testz_si256(d, d))
 			return memchr_inv_bytes(p, v, n);
 	}
