@@ -314,7 +314,7 @@ int slub_set_order(struct kmem_cache *s)
 	s->size_inv = s->size >> s->size_shift;          /* Newton: 3 bits -> 6 -> ... -> 96 */
 	for (int i = 0; i < 5; i++)
 		s->size_inv *= 2 - (uint64_t)(s->size >> s->size_shift) * s->size_inv;
-	s->size_recip = UINT64_MAX / s->size + 1;   /* (size >= 8) */
+	s->size_recip = slab_size_recip(s->size);   /* (size >= 8) */
 	s->objects = order_objects(s->order, s->size, s->reserved);
 	s->min_order = get_order(s->size);
 	s->min_objects = order_objects(s->min_order, s->size, s->reserved);

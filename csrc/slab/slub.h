@@ -364,6 +364,11 @@ static inline struct slab *virt_to_slab(struct odb_kernel *k, const void *x)
 }
 /* Start of the object slot containing x, relative to the slab (object pointer). */
 void *nearest_obj(struct kmem_cache *s, struct slab *sl, const void *x);
+/* slab_div's multiplier for a slot size of at least 2: ceil(2^64 / size) */
+static inline uint64_t slab_size_recip(unsigned int size)
+{
+	return UINT64_MAX / size + 1;
+}
 /* x / s->size for x < 2^32 (an offset in a slab, a slab's size) without a
  * division: the high word of x * ceil(2^64 / size), exact while x * size <
  * 2^64 (as the kernel's obj_to_index takes a reciprocal; a 64-bit divide
@@ -579,6 +584,14 @@ __check_object_planned(struct kmem_cache *s, uint8_t *p, uint8_t val)
 	}
 	return true;
 }
+/* check_object's last check: the free pointer is NULL or an object of sl,
+ * unless the object is allocated and overlaps it (then it holds data) */
+static inline bool check_object_freeptr_ok(struct kmem_cache *s, struct slab *sl, void *object,
+					   uint8_t val)
+{
+	return (!freeptr_outside_object(s) && val == SLUB_RED_ACTIVE) ||
+	       check_valid_pointer(s, sl, get_freepointer(s, object));
+}
 /* check_object inline where it passes (issue 16): the plan's byte checks and
  * the free pointer's; anything else -- a fault to report, no plan -- is
  * check_object's own, called, so that its reports show it in their stacks. */
@@ -586,8 +599,7 @@ static inline __attribute__((always_inline)) int
 check_object_inline(struct kmem_cache *s, struct slab *sl, void *object, uint8_t val)
 {
 	if (likely(__check_object_planned(s, object, val)) &&
-	    ((!freeptr_outside_object(s) && val == SLUB_RED_ACTIVE) ||
-	     check_valid_pointer(s, sl, get_freepointer(s, object))))
+	    check_object_freeptr_ok(s, sl, object, val))
 		return 1;
 	return check_object(s, sl, object, val);
 }

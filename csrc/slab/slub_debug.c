@@ -938,9 +938,7 @@ int check_object(struct kmem_cache *s, struct slab *sl, void *object, uint8_t va
 
 	if (!__check_object_planned(s, p, val) && !__check_object_bytes(s, sl, object, val))
 		return 0;
-	if (!freeptr_outside_object(s) && val == SLUB_RED_ACTIVE)
-		return 1;   /* object and free pointer overlap while allocated */
-	if (!check_valid_pointer(s, sl, get_freepointer(s, p))) {
+	if (!check_object_freeptr_ok(s, sl, p, val)) {
 		object_err(s, sl, p, "Freepointer corrupt");
 		set_freepointer(s, p, NULL);
 		return 0;

@@ -282,7 +282,7 @@ static void test_slab_div(void)
 	memset(&s, 0, sizeof(s));
 	for (unsigned int size = 8; size <= 65536; size += 8) {
 		s.size = size;
-		s.size_recip = UINT64_MAX / size + 1;
+		s.size_recip = slab_size_recip(size);
 		for (uint64_t m = 1; m * size <= (PAGE_SIZE << 10); m = m * 3 + 1)
 			for (int d = -1; d <= 1; d++) {
 				uint64_t x = m * size + (uint64_t)(int64_t)d;
@@ -302,7 +302,7 @@ static void test_slab_div(void)
 
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		s.size = 8 + (unsigned int)(rng % (4u << 20));
-		s.size_recip = UINT64_MAX / s.size + 1;
+		s.size_recip = slab_size_recip(s.size);
 		x = (rng >> 20) & 0xffffffffULL;
 		runs++;
 		bad += slab_div(&s, x) != x / s.size;
